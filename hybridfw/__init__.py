@@ -1,0 +1,42 @@
+"""hybridfw: a deep-learning framework that is both eager and static.
+
+Eager by default (numpy on CPU, cupy on GPU), with define-by-run autograd; ``hf.jit.to_static``
+(later) converts Python control flow into static graphs. The public API follows PyTorch.
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> x = hf.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = (x.exp() * 2).sum()
+    >>> y.backward()
+    >>> x.grad.shape
+    (2,)
+"""
+from __future__ import annotations
+
+from . import autograd, cuda, memory  # noqa: F401
+from .backend import Device, set_default_device
+from .backend import device as device
+from .dtypes import (DType, as_dtype, bool_, float16, float32, float64, get_default_dtype, int8,
+                     int16, int32, int64, uint8)
+from .dygraph import (Tensor, enable_grad, from_numpy, is_grad_enabled, no_grad,
+                      set_grad_enabled, tensor)
+from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
+                            ones_like, rand, rand_like, randint, randn, randn_like, zeros,
+                            zeros_like)
+from .ops.functions import *  # noqa: F403 - the hf.<op> functions
+from .ops.functions import __all__ as _function_names
+from .random import manual_seed
+
+bool = bool_  # noqa: A001 - PyTorch's name hf.bool
+double, half, long = float64, float16, int64
+dtype = DType
+
+__version__ = "0.1.0"
+
+__all__ = ["Tensor", "tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
+           "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
+           "randint", "rand_like", "randn_like", "manual_seed", "float16", "float32", "float64",
+           "int8", "int16", "int32", "int64", "uint8", "bool", "device", "Device",
+           "set_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "autograd", "cuda", "memory", "as_dtype", "get_default_dtype", *_function_names]

@@ -1,0 +1,175 @@
+"""Data types and PyTorch's type-promotion rules.
+
+A :class:`DType` wraps a numpy dtype (cupy uses the same dtype objects) and compares equal to
+its name (``hf.float32 == 'float32'``) and to the numpy dtype.
+
+Promotion follows PyTorch, not numpy: categories bool < integer < floating; within a category the
+wider type wins; and operands come in three priority groups -- tensors with dimensions, 0-d
+tensors, Python scalars -- where a lower group only matters when it is of a higher category
+(``float32_tensor * 2.5`` stays float32, ``int32_tensor + 2.5`` becomes the default float32,
+``int64_tensor / int64_tensor`` is float32).
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> (hf.ones(2, dtype='int32') + 2.5).dtype
+    hybridfw.float32
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DType", "as_dtype", "promote_types", "result_type", "float32", "float64", "float16",
+           "int32", "int64", "bool_", "int8", "uint8", "int16", "get_default_dtype"]
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class DType:
+    """A hybridfw data type; ``str(hf.float32) == 'hybridfw.float32'``."""
+
+    __slots__ = ("name", "np", "itemsize", "category", "is_floating_point")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.np = np.dtype(name)
+        self.itemsize = self.np.itemsize
+        kind = self.np.kind
+        self.category = _BOOL if kind == "b" else (_FLOAT if kind == "f" else _INT)
+        self.is_floating_point = kind == "f"
+
+    def __repr__(self) -> str:
+        return f"hybridfw.{self.name}"
+
+    __str__ = __repr__
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is DType:
+            return other is self
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self):  # dtypes are interned: copy/deepcopy must return the same object
+        return (as_dtype, (self.name,))
+
+
+float16 = DType("float16")
+float32 = DType("float32")
+float64 = DType("float64")
+int8 = DType("int8")
+uint8 = DType("uint8")
+int16 = DType("int16")
+int32 = DType("int32")
+int64 = DType("int64")
+bool_ = DType("bool")
+
+_ALL = (float16, float32, float64, int8, uint8, int16, int32, int64, bool_)
+# Lookup by numpy dtype (what arrays carry), by name, and by numpy scalar type.
+_BY_KEY: dict = {}
+for _d in _ALL:
+    _BY_KEY[_d.np] = _d
+    _BY_KEY[_d.name] = _d
+    _BY_KEY[_d.np.type] = _d
+_BY_KEY["float"] = float32
+_BY_KEY["double"] = float64
+_BY_KEY["half"] = float16
+_BY_KEY["int"] = int32
+_BY_KEY["long"] = int64
+_BY_KEY[float] = float64
+_BY_KEY[int] = int64
+_BY_KEY[bool] = bool_
+
+_default_float = float32
+
+
+def get_default_dtype() -> DType:
+    """The dtype of floating tensors made from Python floats (float32)."""
+    return _default_float
+
+
+def as_dtype(x) -> DType:
+    """Turn a DType, a name (``'float32'``), a numpy dtype or scalar type into a DType."""
+    if x.__class__ is DType:
+        return x
+    try:
+        return _BY_KEY[x]
+    except (KeyError, TypeError):
+        pass
+    try:
+        return _BY_KEY[np.dtype(x)]
+    except (KeyError, TypeError):
+        raise TypeError(f"unsupported dtype {x!r}; expected one of "
+                        f"{', '.join(d.name for d in _ALL)}") from None
+
+
+def dtype_of_array(a) -> DType:
+    """The DType of a numpy/cupy array (raises TypeError for unsupported ones like complex)."""
+    try:
+        return _BY_KEY[a.dtype]
+    except KeyError:
+        raise TypeError(f"unsupported array dtype {a.dtype}; expected one of "
+                        f"{', '.join(d.name for d in _ALL)}") from None
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """PyTorch's promotion of two dtypes: the higher category wins, then the wider type."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return _BY_KEY[np.promote_types(a.np, b.np)]
+
+
+def _scalar_dtype(x) -> DType:
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return int64
+    if isinstance(x, float):
+        return _default_float
+    raise TypeError(f"unsupported operand of type {type(x).__name__}")
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    if higher is None:
+        return lower
+    if lower is None or higher.category == _FLOAT:
+        return higher
+    if higher is bool_ or lower.category == _FLOAT:
+        return promote_types(higher, lower)
+    return higher
+
+
+_result_cache: dict = {}
+_PY_SCALARS = (bool, int, float)
+
+
+def result_type(*operands) -> DType:
+    """The dtype PyTorch gives an elementwise op on these operands.
+
+    ``operands`` are tensors (anything with ``.dtype`` and ``.ndim``) or Python scalars.
+    """
+    key = tuple(o.__class__ if o.__class__ in _PY_SCALARS else (o.dtype, not o.shape)
+                for o in operands)
+    hit = _result_cache.get(key)
+    if hit is not None:
+        return hit
+    dim = zero = wrapped = None
+    for k in key:
+        if k.__class__ is tuple:
+            dt = as_dtype(k[0])  # tensor-likes and numpy scalars (whose dtype is numpy's)
+            if k[1]:
+                zero = dt if zero is None else promote_types(zero, dt)
+            else:
+                dim = dt if dim is None else promote_types(dim, dt)
+        else:
+            dt = _scalar_dtype(k(0))
+            wrapped = dt if wrapped is None else promote_types(wrapped, dt)
+    out = _combine(dim, _combine(zero, wrapped))
+    _result_cache[key] = out
+    return out

@@ -1,0 +1,283 @@
+"""Eager reverse-mode autodiff: graph nodes recorded by the eager interpreter, and the engine.
+
+Lifetimes are reference counted and cycle free: an output Tensor points to its :class:`Node`;
+a Node points to the Nodes of its inputs (or to leaf Tensors), to the inputs its op declared in
+``save``, and to the *array* of its output when the op saves it (never to the output Tensor,
+which would be a cycle -- backward rebuilds that Tensor around the saved array). After a node has
+run, backward drops what it saved unless ``retain_graph``; a tensor the user drops is freed at
+once by CPython's reference counting.
+
+Gradient rules come from the op registry and are written in registry ops, so with
+``create_graph=True`` running them records a new graph and double backward works.
+"""
+from __future__ import annotations
+
+import functools
+
+from ..ops.composite import reduce_grad
+from ..ops.registry import TensorMeta
+
+__all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "backward",
+           "grad", "GradMode"]
+
+
+class GradMode:
+    """Whether eager ops record the graph (module-level state read on every op)."""
+
+    enabled = True
+
+
+def is_grad_enabled() -> bool:
+    return GradMode.enabled
+
+
+class set_grad_enabled:
+    """Context manager / decorator that sets grad mode, restoring the previous one on exit."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+        self.prev = []
+
+    def __enter__(self):
+        self.prev.append(GradMode.enabled)
+        GradMode.enabled = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        GradMode.enabled = self.prev.pop()
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(self.mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(set_grad_enabled):
+    """Ops inside do not record a graph: ``with hf.no_grad(): ...`` or ``@hf.no_grad()``."""
+
+    def __init__(self):
+        super().__init__(False)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class enable_grad(set_grad_enabled):
+    """Re-enable recording inside a ``no_grad`` block."""
+
+    def __init__(self):
+        super().__init__(True)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with enable_grad():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class Node:
+    """One recorded op application (what PyTorch calls ``grad_fn``).
+
+    ``edges[i]`` is where input i's gradient goes: the input's Node, the input itself when it is
+    a leaf that requires grad, or None. ``saved[i]`` is the input (if the op saved it) or a
+    Python scalar operand; ``metas[i]`` its (shape, dtype) for the generic gradient reduction.
+    """
+
+    __slots__ = ("op", "attrs", "edges", "metas", "saved", "versions", "out", "released",
+                 "__weakref__")
+
+    def __init__(self, op, attrs, edges, metas, saved, versions):
+        self.op = op
+        self.attrs = attrs
+        self.edges = edges
+        self.metas = metas
+        self.saved = saved
+        self.versions = versions
+        self.out = None
+        self.released = False
+
+    def name(self) -> str:
+        return f"{self.op.name.capitalize()}Backward"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple(e if isinstance(e, Node) else None for e in self.edges)
+
+    def _release(self):
+        self.saved = tuple(s if s.__class__ in (int, float, bool) else None for s in self.saved)
+        self.out = None
+        self.released = True
+
+    def _inputs_for_rule(self, make_tensor):
+        op = self.op
+        if self.released and (op.save or op.save_output):
+            raise RuntimeError(
+                f"autograd: trying to backward through the graph a second time: the tensors "
+                f"saved by '{op.name}' were freed after the first backward. Pass "
+                f"retain_graph=True to the first backward() (or autograd.grad) if you need to "
+                f"backward through it again.")
+        args = []
+        vi = 0
+        for s, meta in zip(self.saved, self.metas):
+            if meta is None:
+                args.append(s)
+            elif s is None:
+                args.append(TensorMeta(meta[0], meta[1]))
+            else:
+                if s._storage.version != self.versions[vi]:
+                    raise RuntimeError(
+                        f"autograd: a tensor of shape {meta[0]} saved for the backward of "
+                        f"'{op.name}' was modified in place after it was saved (version "
+                        f"{self.versions[vi]} -> {s._storage.version}); clone() it before "
+                        f"changing it in place")
+                vi += 1
+                args.append(s)
+        out = None
+        if op.save_output:
+            arr, storage, version = self.out
+            if storage.version != version:
+                raise RuntimeError(
+                    f"autograd: the output of '{op.name}' (shape {arr.shape}) is needed for its "
+                    f"backward but was modified in place (version {version} -> "
+                    f"{storage.version}); clone() it before changing it in place")
+            out = make_tensor(arr, storage, self)
+        return out, args
+
+
+def _topological_order(roots):
+    """Nodes reachable from ``roots``, each after every node that feeds it a gradient."""
+    order, visited = [], set()
+    for root in roots:
+        if root is None or id(root) in visited:
+            continue
+        visited.add(id(root))
+        stack = [(root, iter(root.edges))]
+        while stack:
+            node, it = stack[-1]
+            for e in it:
+                if e.__class__ is Node and id(e) not in visited:
+                    visited.add(id(e))
+                    stack.append((e, iter(e.edges)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def _needed_nodes(order, targets):
+    """Nodes from which some target (node or leaf id) can be reached, so must run."""
+    needed = set()
+    for node in reversed(order):  # inputs before consumers
+        nid = id(node)
+        if nid in targets:
+            needed.add(nid)
+            continue
+        for e in node.edges:
+            if e is not None and (id(e) in needed or id(e) in targets):
+                needed.add(nid)
+                break
+    return needed
+
+
+def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, capture=None):
+    """The engine. Accumulates into leaves' ``.grad`` or, with ``capture`` (a list of tensors),
+    returns their gradients instead (``hf.autograd.grad``)."""
+    buffers = {}
+    leaves = {}
+    for t, g in zip(roots, root_grads):
+        key = t._node if t._node is not None else t
+        prev = buffers.get(id(key))
+        buffers[id(key)] = g if prev is None else prev + g
+        if t._node is None:
+            leaves[id(t)] = t
+    order = _topological_order([t._node for t in roots])
+    targets = None
+    if capture is not None:
+        targets = {id(t._node) if t._node is not None else id(t) for t in capture}
+        needed = _needed_nodes(order, targets)
+    make = tensor_cls._from_saved
+    prev_mode = GradMode.enabled
+    GradMode.enabled = create_graph
+    try:
+        for node in order:
+            nid = id(node)
+            if capture is not None and nid not in needed:
+                continue
+            g = buffers.get(nid)
+            if g is None:
+                continue
+            if capture is None or nid not in targets:
+                del buffers[nid]
+            op = node.op
+            out, args = node._inputs_for_rule(make)
+            rules = op.vjp
+            attrs = node.attrs
+            for i, e in enumerate(node.edges):
+                if e is None:
+                    continue
+                eid = id(e)
+                if capture is not None and eid not in needed and eid not in targets:
+                    continue
+                if op.variadic:
+                    gi = rules[0](g, out, *args, input_index=i, **attrs)
+                else:
+                    rule = rules[i]
+                    if rule is None:
+                        continue
+                    gi = rule(g, out, *args, **attrs)
+                if gi is None:
+                    continue
+                shape, dtype = node.metas[i]
+                if gi.shape != shape or gi.dtype is not dtype:
+                    gi = reduce_grad(gi, shape, dtype)
+                prev = buffers.get(eid)
+                buffers[eid] = gi if prev is None else prev + gi
+                if e.__class__ is not Node:
+                    leaves[eid] = e
+            if not retain_graph and (op.save or op.save_output):
+                node._release()
+    finally:
+        GradMode.enabled = prev_mode
+    if capture is not None:
+        return [buffers.get(id(t._node) if t._node is not None else id(t)) for t in capture]
+    _accumulate_leaves(leaves, buffers, root_grads, create_graph)
+    return None
+
+
+def _accumulate_leaves(leaves, buffers, root_grads, create_graph):
+    # A gradient tensor may be shared (add passes one gradient to both inputs, a view shares
+    # storage, the user's grad_output): a leaf only takes ownership of a gradient whose memory
+    # nothing else in this pass holds; otherwise it gets a copy, so in-place updates of one
+    # .grad (clip_grad_norm_, accumulation) never leak into another.
+    taken = {id(g._storage) for g in root_grads}
+    for lid, leaf in leaves.items():
+        g = buffers.get(lid)
+        if g is None:
+            continue
+        if leaf.grad is None:
+            sid = id(g._storage)
+            if create_graph:
+                leaf.grad = g
+            elif sid in taken or g._data.base is not None or not g._data.flags.c_contiguous:
+                leaf.grad = g.detach().clone()
+            else:
+                leaf.grad = g.detach() if g._node is not None else g
+            taken.add(id(leaf.grad._storage))
+        elif create_graph or leaf.grad._node is not None:
+            leaf.grad = leaf.grad + g
+        else:
+            leaf.grad._data += g._data
+            leaf.grad._storage.version += 1

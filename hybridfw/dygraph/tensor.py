@@ -1,0 +1,450 @@
+"""The eager Tensor: an array (numpy or cupy) plus its storage accounting and autograd state.
+
+Math, shape and indexing methods come from :class:`~hybridfw.ops.methods.TensorMethods` (shared
+with static Variables); what lives here needs real data: conversion to Python/numpy, devices,
+``backward`` and the leaf/grad bookkeeping.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import Storage, array_device, cpu, default_device, storage_for
+from ..backend import device as as_device
+from ..dtypes import DType, as_dtype, bool_, dtype_of_array, float32, get_default_dtype, int64
+from ..ops import elementwise as E
+from ..ops import shape_ops as S
+from ..ops.methods import TensorMethods
+from ..ops.registry import apply
+from . import autograd
+
+__all__ = ["Tensor", "tensor", "from_numpy", "backward", "grad"]
+
+_ndarray = np.ndarray
+
+
+class Tensor(TensorMethods):
+    """An n-dimensional array on a device, with autograd.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> x = hf.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> x.grad.tolist()
+        [2.0, 4.0, 6.0]
+    """
+
+    # shape and dtype are plain slots (set when the tensor is made; in-place ops never change
+    # them) because every op reads them on the hot path.
+    __slots__ = ("_data", "_storage", "_node", "_rg", "grad", "shape", "dtype", "__weakref__")
+
+    def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
+        if data is None:
+            data = []
+        made = tensor(data, dtype=dtype if dtype is not None else float32, device=device)
+        self._data = made._data
+        self._storage = made._storage
+        self.shape = made.shape
+        self.dtype = made.dtype
+        self._node = None
+        self._rg = False
+        self.grad = None
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _from_saved(cls, arr, storage, node):
+        t = _new(cls)
+        t._data = arr
+        t._storage = storage
+        t.shape = arr.shape
+        t.dtype = dtype_of_array(arr)
+        t._node = node
+        t._rg = node is not None
+        t.grad = None
+        return t
+
+    def _to_tensor(self, value):
+        return tensor(value, device=self._storage.device)
+
+    # ---- attributes -------------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def device(self):
+        return self._storage.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._storage.device.type == "cuda"
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        value = bool(value)
+        if self._node is not None:
+            if not value:
+                raise RuntimeError("requires_grad: you can only change requires_grad of leaf "
+                                   "tensors; use detach() to get a tensor without history")
+            return
+        if value and not self.dtype.is_floating_point:
+            raise TypeError(f"requires_grad: only floating-point tensors can require gradients, "
+                            f"this one has dtype {self.dtype}")
+        self._rg = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        return self._node
+
+    @property
+    def data(self) -> "Tensor":
+        """This tensor's storage without autograd history (like ``detach()``)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+        self._storage = value._storage
+        self.shape = value.shape
+        self.dtype = value.dtype
+
+    # ---- conversion -------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array sharing memory (CPU tensors without grad only)."""
+        if self._rg:
+            raise RuntimeError("numpy: can't call numpy() on a tensor that requires grad; use "
+                               "tensor.detach().numpy()")
+        if self._storage.device is not cpu:
+            raise TypeError(f"numpy: the tensor is on {self.device}; use tensor.cpu().numpy()")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._data if self._storage.device is cpu else self._data.get()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise ValueError(f"item: only one-element tensors can be converted to a Python "
+                             f"scalar, this one has shape {self.shape}")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing this one's storage, without autograd history."""
+        t = _new(Tensor)
+        t._data = self._data
+        t._storage = self._storage
+        t.shape = self.shape
+        t.dtype = self.dtype
+        t._node = None
+        t._rg = False
+        t.grad = None
+        return t
+
+    def detach_(self) -> "Tensor":
+        self._node = None
+        self._rg = False
+        return self
+
+    def clone(self) -> "Tensor":
+        return apply(E.copy, self)
+
+    def contiguous(self) -> "Tensor":
+        return self if self._data.flags.c_contiguous else apply(E.copy, self)
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Tensor":
+        """``.to('cuda')``, ``.to(hf.float64)``, ``.to(other_tensor)``, ``.to(device, dtype)``."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, DType) or (isinstance(a, str) and _is_dtype_name(a)) or \
+                    isinstance(a, (np.dtype, type)):
+                dtype = a
+            else:
+                device = a
+        out = self
+        if device is not None:
+            dev = as_device(device)
+            if dev is not self._storage.device:
+                dev.xp  # raises a clear error when CUDA is not available  # noqa: B018
+                out = apply(S.to_device, out, device=str(dev), source=str(self._storage.device))
+        if dtype is not None:
+            out = out.astype(dtype)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to("cuda" if device is None else as_device(device if not isinstance(device, int)
+                                                               else f"cuda:{device}"))
+
+    # ---- autograd ---------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+        backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
+                 create_graph=create_graph)
+
+    def retain_grad(self) -> None:
+        raise RuntimeError("retain_grad is not supported; use hf.autograd.grad(out, [tensor]) "
+                           "to get the gradient of a non-leaf tensor")
+
+    # ---- Python protocol --------------------------------------------------------------------
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"bool: the truth value of a tensor with {self._data.size} "
+                               "elements is ambiguous; use .any() or .all()")
+        return bool(self._data)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self._data)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self.__array__()), separator=", ", precision=4,
+                               prefix="tensor(")
+        extras = []
+        if self.dtype not in (float32, int64, bool_):
+            extras.append(f"dtype={self.dtype}")
+        if self._storage.device is not cpu:
+            extras.append(f"device='{self.device}'")
+        if self._node is not None:
+            extras.append(f"grad_fn={self._node!r}")
+        elif self._rg:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    def __deepcopy__(self, memo):
+        t = tensor(self._data.copy(), device=self._storage.device)
+        t._rg = self._rg
+        if self.grad is not None:
+            t.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
+    def __reduce__(self):
+        raise TypeError("hybridfw tensors are not picklable; use hf.save / hf.load")
+
+
+_new = object.__new__
+
+
+def _is_dtype_name(s: str) -> bool:
+    try:
+        as_dtype(s)
+        return True
+    except TypeError:
+        return False
+
+
+def wrap_array(arr, dev=None) -> Tensor:
+    """A new leaf Tensor owning ``arr`` (the array is taken as is, not copied)."""
+    t = _new(Tensor)
+    t._data = arr
+    t._storage = storage_for(arr, dev if dev is not None else array_device(arr))
+    t.shape = arr.shape
+    t.dtype = dtype_of_array(arr)
+    t._node = None
+    t._rg = False
+    t.grad = None
+    return t
+
+
+def _infer_data_dtype(data):
+    """The dtype PyTorch gives ``tensor(data)`` for Python data (floats -> float32)."""
+    arr = np.asarray(data)
+    if arr.dtype == np.float64:
+        return arr, get_default_dtype()
+    if arr.dtype.kind in "iu":
+        return arr, int64
+    if arr.dtype.kind == "b":
+        return arr, bool_
+    if arr.dtype.kind == "f":
+        return arr, dtype_of_array(arr)
+    raise TypeError(f"tensor: could not make a tensor from data of type {type(data).__name__} "
+                    f"(numpy dtype {arr.dtype})")
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Make a new tensor (a copy) from a Python number, list, numpy array or tensor.
+
+    Python floats become float32, ints int64, bools bool; numpy arrays keep their dtype.
+
+    Example::
+
+        >>> hf.tensor([[1, 2], [3, 4]]).dtype
+        hybridfw.int64
+    """
+    dev = as_device(device) if device is not None else None
+    if isinstance(data, Tensor):
+        arr = data._data
+        src_dev = data._storage.device
+        dt = as_dtype(dtype) if dtype is not None else data.dtype
+        arr = arr.astype(dt.np, copy=True)
+        dev = dev or src_dev
+        if dev is not src_dev:
+            from ..backend import to_device_array
+            arr = to_device_array(arr, dev)
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
+            data = _nested_to_numpy(data)
+        if isinstance(data, np.ndarray) or (hasattr(data, "__cuda_array_interface__")):
+            arr = data
+            dt = as_dtype(dtype) if dtype is not None else dtype_of_array(arr)
+            if dev is None:
+                dev = array_device(arr) if not isinstance(arr, np.ndarray) else default_device()
+        else:
+            arr, dt = _infer_data_dtype(data)
+            if dtype is not None:
+                dt = as_dtype(dtype)
+        dev = dev or default_device()
+        xp = dev.xp
+        if dev is cpu and not isinstance(arr, np.ndarray):
+            arr = arr.get()
+        arr = xp.array(arr, dtype=dt.np, copy=True)
+    t = wrap_array(arr, dev)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _flat(data):
+    for d in data:
+        if isinstance(d, (list, tuple)):
+            yield from _flat(d)
+        else:
+            yield d
+
+
+def _nested_to_numpy(data):
+    if isinstance(data, Tensor):
+        return np.asarray(data.__array__())
+    if isinstance(data, (list, tuple)):
+        return np.stack([_nested_to_numpy(d) for d in data]) if data else np.zeros(0)
+    return np.asarray(data)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with a numpy array (writes show in both)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    dtype_of_array(array)
+    return wrap_array(array, cpu)
+
+
+def _check_root(t, g, i):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"backward: expected tensors, got {type(t).__name__} at position {i}")
+    if not t._rg:
+        raise RuntimeError(f"backward: element {i} of tensors does not require grad and does not "
+                           "have a grad_fn")
+    if g is None:
+        if t._data.size != 1:
+            raise RuntimeError(f"backward: grad can be implicitly created only for scalar "
+                               f"outputs; this output has shape {t.shape}, pass a gradient of "
+                               "that shape")
+        return wrap_array(t._storage.device.xp.ones(t.shape, dtype=t._data.dtype),
+                          t._storage.device)
+    if not isinstance(g, Tensor):
+        g = tensor(g, dtype=t.dtype, device=t.device)
+    if g.shape != t.shape:
+        raise ValueError(f"backward: gradient of shape {g.shape} does not match output "
+                         f"{i} of shape {t.shape}")
+    return g
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
+    """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``."""
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    grads = [None] * len(tensors) if grad_tensors is None else (
+        [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors))
+    grads = [_check_root(t, g, i) for i, (t, g) in enumerate(zip(tensors, grads))]
+    if retain_graph is None:
+        retain_graph = create_graph
+    autograd.run_backward(Tensor, tensors, grads, retain_graph=retain_graph,
+                          create_graph=create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         allow_unused: bool = False):
+    """Gradients of ``outputs`` with respect to ``inputs`` (a tuple), without touching ``.grad``.
+
+    Example::
+
+        >>> x = hf.tensor(3.0, requires_grad=True)
+        >>> (g,) = hf.autograd.grad(x ** 3, [x], create_graph=True)
+        >>> hf.autograd.grad(g, [x])[0].item()   # d2/dx2 x^3 = 6x
+        18.0
+    """
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = [inputs] if single else list(inputs)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor) or not t._rg:
+            raise RuntimeError(f"grad: input {i} does not require grad")
+    gouts = [None] * len(outputs) if grad_outputs is None else (
+        [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs))
+    gouts = [_check_root(t, g, i) for i, (t, g) in enumerate(zip(outputs, gouts))]
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = autograd.run_backward(Tensor, outputs, gouts, retain_graph=retain_graph,
+                                   create_graph=create_graph, capture=inputs)
+    for i, r in enumerate(result):
+        if r is None and not allow_unused:
+            raise RuntimeError(f"grad: input {i} (shape {inputs[i].shape}) was not used in the "
+                               "graph of the outputs; pass allow_unused=True to get None for it")
+    return tuple(result)
+
+
+__all__ += ["wrap_array", "Storage"]

@@ -1,0 +1,57 @@
+"""``hf.memory``: bytes held by live tensor storage, per device, exact at every moment.
+
+The counters live with the storage (``hybridfw.backend``); this package only reads them, and
+later holds the memory policies (checkpointing, recomputation).
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> before = hf.memory.allocated()
+    >>> x = hf.zeros(1024)                 # 4 KiB of float32
+    >>> hf.memory.allocated() - before
+    4096
+    >>> del x
+    >>> hf.memory.allocated() - before
+    0
+"""
+from __future__ import annotations
+
+from ..backend import _devices, cpu
+from ..backend import device as as_device
+
+__all__ = ["allocated", "peak", "reset_peak", "stats"]
+
+
+def _counter(device):
+    return (cpu if device is None else as_device(device)).counter
+
+
+def allocated(device=None) -> int:
+    """Bytes of distinct live tensor storage on ``device`` (CPU by default); views add nothing."""
+    return _counter(device).allocated
+
+
+def peak(device=None) -> int:
+    """The highest ``allocated()`` since start or the last :func:`reset_peak`."""
+    return _counter(device).peak
+
+
+def reset_peak(device=None) -> None:
+    """Restart peak tracking from the current allocation (all devices when None)."""
+    devs = list(_devices.values()) if device is None else [as_device(device)]
+    for d in devs:
+        d.counter.peak = d.counter.allocated
+        d.counter.largest = 0
+
+
+def stats(device=None) -> dict:
+    """Current and peak bytes, allocation count and largest block; on CUDA also cupy's pool."""
+    dev = cpu if device is None else as_device(device)
+    c = dev.counter
+    out = {"device": str(dev), "allocated_bytes": c.allocated, "peak_bytes": c.peak,
+           "allocation_count": c.count, "largest_block_bytes": c.largest}
+    if dev.type == "cuda":
+        pool = dev.xp.get_default_memory_pool()
+        out["pool_used_bytes"] = int(pool.used_bytes())
+        out["pool_total_bytes"] = int(pool.total_bytes())
+    return out

@@ -1,0 +1,314 @@
+"""Composite ops: Python compositions of primitives, so they need no gradient rules.
+
+These are the ``hf.`` functions and Tensor methods that are not primitives (mean, var, std,
+logsumexp, max/min with ``dim``, transpose, flatten, squeeze, unsqueeze, expand, stack, split,
+chunk, index_select, masked_fill, ...). They work on any tensor-like, eager or static.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+
+from ..dtypes import as_dtype
+from . import elementwise as E, indexing as I, linalg as L, reduction as R
+from . import shape_ops as S
+from .infer import normalize_dim, normalize_dims, numel
+from .registry import TensorLike, apply
+
+__all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatten", "squeeze",
+           "unsqueeze", "expand", "stack", "split", "chunk", "index_select", "masked_fill",
+           "clamp", "where", "matmul", "einsum", "cat", "reshape", "permute", "broadcast_to",
+           "sum", "prod", "cumsum", "argmax", "argmin", "gather", "maximum", "minimum", "getitem",
+           "reduce_grad", "pow", "abs", "narrow"]
+
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _dim_count(x, dim) -> int:
+    dims = normalize_dims("mean", dim, x.ndim)
+    return numel(x.shape[d] for d in dims)
+
+
+def sum(x, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001 - PyTorch's name
+    if dtype is not None:
+        x = apply(E.cast, x, dtype=as_dtype(dtype))
+    return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim)
+
+
+def _dims_attr(dim):
+    if dim is None or isinstance(dim, int):
+        return dim
+    return tuple(dim)
+
+
+def mean(x, dim=None, keepdim: bool = False, *, dtype=None):
+    if dtype is not None:
+        x = apply(E.cast, x, dtype=as_dtype(dtype))
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"mean: input dtype must be floating point, got {x.dtype}; cast it "
+                        "first (x.float())")
+    return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim) / _dim_count(x, dim)
+
+
+def var(x, dim=None, *, correction: int = 1, keepdim: bool = False, unbiased=None):
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"var: input dtype must be floating point, got {x.dtype}")
+    dim = _dims_attr(dim)
+    centered = x - apply(R.sum_, x, dim=dim, keepdim=True) / _dim_count(x, dim)
+    n = _dim_count(x, dim) - correction
+    total = apply(R.sum_, centered * centered, dim=dim, keepdim=keepdim)
+    return total / n if n > 0 else total * math.nan
+
+
+def std(x, dim=None, *, correction: int = 1, keepdim: bool = False, unbiased=None):
+    return apply(E.sqrt, var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+
+
+def logsumexp(x, dim, keepdim: bool = False):
+    dim = _dims_attr(dim)
+    m = apply(R.amax, x, dim=dim, keepdim=True)
+    m = apply(E.where, apply(E.isfinite, m), m, 0.0)
+    out = apply(E.log, apply(R.sum_, apply(E.exp, x - m), dim=dim, keepdim=True)) + m
+    if not keepdim:
+        out = squeeze(out, dim if dim is not None else tuple(range(x.ndim)))
+    return out
+
+
+def _extreme(name, reduce_op, arg_op, x, dim, keepdim):
+    if dim is None:
+        return apply(reduce_op, x)
+    if isinstance(dim, TensorLike):
+        raise TypeError(f"{name}: dim must be an int (to take an elementwise {name} of two "
+                        f"tensors use hf.{'maximum' if name == 'max' else 'minimum'})")
+    d = normalize_dim(name, dim, x.ndim)
+    indices = apply(arg_op, x, dim=d, keepdim=True)
+    values = apply(I.gather, x, indices, dim=d) if x.ndim else x
+    if not keepdim and x.ndim:
+        values = squeeze(values, d)
+        indices = squeeze(indices, d)
+    return MinMax(values, indices)
+
+
+def max(x, dim=None, keepdim: bool = False):  # noqa: A001
+    """Without ``dim``: the largest element. With ``dim``: ``(values, indices)``."""
+    if isinstance(dim, TensorLike):
+        return apply(E.maximum, x, dim)
+    return _extreme("max", R.amax, R.argmax, x, dim, keepdim)
+
+
+def min(x, dim=None, keepdim: bool = False):  # noqa: A001
+    if isinstance(dim, TensorLike):
+        return apply(E.minimum, x, dim)
+    return _extreme("min", R.amin, R.argmin, x, dim, keepdim)
+
+
+def reshape(x, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return apply(S.reshape, x, shape=tuple(int(s) for s in shape))
+
+
+def permute(x, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return apply(S.permute, x, dims=tuple(normalize_dim("permute", d, x.ndim) for d in dims))
+
+
+def transpose(x, dim0: int, dim1: int):
+    d0 = normalize_dim("transpose", dim0, x.ndim)
+    d1 = normalize_dim("transpose", dim1, x.ndim)
+    dims = list(range(x.ndim))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return apply(S.permute, x, dims=tuple(dims))
+
+
+def flatten(x, start_dim: int = 0, end_dim: int = -1):
+    if x.ndim == 0:
+        return apply(S.reshape, x, shape=(1,))
+    s = normalize_dim("flatten", start_dim, x.ndim)
+    e = normalize_dim("flatten", end_dim, x.ndim)
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    mid = x.shape[s:e + 1]
+    size = -1 if -1 in mid else numel(mid)
+    return apply(S.reshape, x, shape=tuple(x.shape[:s]) + (size,) + tuple(x.shape[e + 1:]))
+
+
+def squeeze(x, dim=None):
+    if dim is None:
+        dims = tuple(i for i, s in enumerate(x.shape) if s == 1)
+    else:
+        dims = tuple(d for d in normalize_dims("squeeze", dim, x.ndim) if x.shape[d] == 1)
+    if not dims:
+        return x
+    return apply(S.reshape, x, shape=tuple(s for i, s in enumerate(x.shape) if i not in dims))
+
+
+def unsqueeze(x, dim: int):
+    d = normalize_dim("unsqueeze", dim, x.ndim, extra=1)
+    shape = tuple(x.shape)
+    return apply(S.reshape, x, shape=shape[:d] + (1,) + shape[d:])
+
+
+def expand(x, *sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    return apply(S.broadcast_to, x, shape=tuple(sizes))
+
+
+def broadcast_to(x, shape):
+    return apply(S.broadcast_to, x, shape=tuple(shape))
+
+
+def cat(tensors, dim: int = 0):
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    if len(tensors) == 1:
+        return tensors[0]
+    return apply(S.concat, *tensors, dim=normalize_dim("cat", dim, tensors[0].ndim))
+
+
+def stack(tensors, dim: int = 0):
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty sequence of tensors")
+    first = tuple(tensors[0].shape)
+    for t in tensors:
+        if tuple(t.shape) != first:
+            raise ValueError(f"stack: all tensors must have the same shape, got "
+                             f"{[tuple(t.shape) for t in tensors]}")
+    d = normalize_dim("stack", dim, len(first), extra=1)
+    parts = [unsqueeze(t, d) for t in tensors]
+    return parts[0] if len(parts) == 1 else apply(S.concat, *parts, dim=d)
+
+
+def narrow(x, dim: int, start: int, length: int):
+    return I.narrow(x, normalize_dim("narrow", dim, x.ndim), start, length)
+
+
+def split(x, split_size_or_sections, dim: int = 0):
+    d = normalize_dim("split", dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0:
+            raise ValueError(f"split: split size must be positive, got {size}")
+        sizes = [size] * (n // size) + ([n % size] if n % size else [])
+        if n == 0:
+            sizes = [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != n:
+            raise ValueError(f"split: sections {sizes} do not add up to the size {n} of dim {d}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(I.narrow(x, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x, chunks: int, dim: int = 0):
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    d = normalize_dim("chunk", dim, x.ndim)
+    size = -(-x.shape[d] // chunks) if x.shape[d] else 1
+    return split(x, size, d)
+
+
+def getitem(x, index, to_tensor):
+    spec, tensors = I.parse_index(index, to_tensor)
+    return apply(I.getitem, x, *tensors, spec=spec)
+
+
+def index_select(x, dim: int, index):
+    d = normalize_dim("index_select", dim, x.ndim)
+    if index.ndim != 1:
+        raise ValueError(f"index_select: index must be 1-D, got shape {index.shape}")
+    spec = (("slice", None, None, None),) * d + (("tensor",),)
+    return apply(I.getitem, x, index, spec=spec)
+
+
+def gather(x, dim: int, index):
+    return apply(I.gather, x, index, dim=normalize_dim("gather", dim, x.ndim))
+
+
+def masked_fill(x, mask, value):
+    if isinstance(value, TensorLike):
+        value = apply(E.cast, value, dtype=x.dtype) if value.dtype is not x.dtype else value
+    elif not x.dtype.is_floating_point and isinstance(value, float):
+        value = int(value)
+    out = apply(E.where, mask, value, x)
+    return out if out.dtype is x.dtype else apply(E.cast, out, dtype=x.dtype)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002
+    if isinstance(min, TensorLike) or isinstance(max, TensorLike):
+        if min is not None:
+            x = apply(E.maximum, x, min)
+        if max is not None:
+            x = apply(E.minimum, x, max)
+        return x
+    return apply(E.clamp, x, min=min, max=max)
+
+
+def where(condition, x, y):
+    return apply(E.where, condition, x, y)
+
+
+def maximum(a, b):
+    return apply(E.maximum, a, b)
+
+
+def minimum(a, b):
+    return apply(E.minimum, a, b)
+
+
+def pow(a, b):  # noqa: A001
+    return apply(E.pow_, a, b)
+
+
+def abs(a):  # noqa: A001
+    return apply(E.abs_, a)
+
+
+def matmul(a, b):
+    return apply(L.matmul, a, b)
+
+
+def einsum(equation: str, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    specs, out = L.parse_equation(equation, [o.ndim for o in operands])
+    return apply(L.einsum, *operands, equation=",".join(specs) + "->" + out)
+
+
+def prod(x, dim=None, keepdim: bool = False):
+    return apply(R.prod, x, dim=_dims_attr(dim), keepdim=keepdim)
+
+
+def cumsum(x, dim: int):
+    return apply(R.cumsum, x, dim=normalize_dim("cumsum", dim, x.ndim))
+
+
+def argmax(x, dim=None, keepdim: bool = False):
+    return apply(R.argmax, x, dim=dim, keepdim=keepdim)
+
+
+def argmin(x, dim=None, keepdim: bool = False):
+    return apply(R.argmin, x, dim=dim, keepdim=keepdim)
+
+
+def reduce_grad(g, shape, dtype):
+    """Bring a gradient to its input's shape (summing broadcast dims) and dtype: the one place
+    where broadcast gradients are reduced, for eager and static autodiff alike."""
+    if tuple(g.shape) != tuple(shape):
+        g = S.sum_to(g, shape)
+    if g.dtype is not dtype:
+        g = apply(E.cast, g, dtype=dtype)
+    return g
+
+

@@ -1,0 +1,145 @@
+"""Creation and random primitives: full, arange, linspace, eye, uniform, normal, randint.
+
+They take no tensor inputs; the ``device`` attribute says where the result lives. Random ops draw
+from the per-device generator that ``hf.manual_seed`` seeds, so eager and static runs of the
+same seeded program draw the same numbers.
+"""
+from __future__ import annotations
+
+import math
+
+from ..backend import device as as_device
+from ..dtypes import as_dtype, bool_, float32
+from ..random import generator
+from .registry import register
+
+
+def _check_shape(op, shape):
+    shape = tuple(shape)
+    for s in shape:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+            raise ValueError(f"{op}: sizes must be non-negative ints, got shape {shape}")
+    return shape
+
+
+def _full_infer(*, shape, value, dtype, device):
+    return _check_shape("full", shape), as_dtype(dtype), None
+
+
+def _full_kernel(xp, *, shape, value, dtype, device):
+    return xp.full(shape, value, dtype=as_dtype(dtype).np)
+
+
+full = register("full", infer=_full_infer, kernel=_full_kernel)
+
+
+def arange_length(start, stop, step) -> int:
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    return max(0, math.ceil((stop - start) / step))
+
+
+def _arange_infer(*, start, stop, step, dtype, device):
+    return (arange_length(start, stop, step),), as_dtype(dtype), None
+
+
+def _arange_kernel(xp, *, start, stop, step, dtype, device):
+    return xp.arange(start, stop, step, dtype=as_dtype(dtype).np)
+
+
+arange = register("arange", infer=_arange_infer, kernel=_arange_kernel)
+
+
+def _linspace_infer(*, start, end, steps, dtype, device):
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"linspace: steps must be a non-negative int, got {steps!r}")
+    return (steps,), as_dtype(dtype), None
+
+
+def _linspace_kernel(xp, *, start, end, steps, dtype, device):
+    return xp.linspace(start, end, steps, dtype=as_dtype(dtype).np)
+
+
+linspace = register("linspace", infer=_linspace_infer, kernel=_linspace_kernel)
+
+
+def _eye_infer(*, n, m, dtype, device):
+    return _check_shape("eye", (n, m)), as_dtype(dtype), None
+
+
+def _eye_kernel(xp, *, n, m, dtype, device):
+    return xp.eye(n, m, dtype=as_dtype(dtype).np)
+
+
+eye = register("eye", infer=_eye_infer, kernel=_eye_kernel)
+
+
+def _random_float_infer(op):
+    def infer(*, shape, dtype, device, **params):
+        dt = as_dtype(dtype)
+        if not dt.is_floating_point:
+            raise TypeError(f"{op}: dtype must be floating point, got {dt}")
+        return _check_shape(op, shape), dt, None
+    return infer
+
+
+def _uniform_kernel(xp, *, shape, low, high, dtype, device):
+    dt = as_dtype(dtype)
+    gen = generator(as_device(device))
+    draw_dt = dt.np if dt is not as_dtype("float16") else float32.np
+    out = gen.random(shape, dtype=draw_dt)
+    if low != 0.0 or high != 1.0:
+        out *= high - low
+        out += low
+    return out.astype(dt.np, copy=False)
+
+
+uniform = register("uniform", infer=_random_float_infer("uniform"), kernel=_uniform_kernel)
+
+
+def _normal_kernel(xp, *, shape, mean, std, dtype, device):
+    dt = as_dtype(dtype)
+    gen = generator(as_device(device))
+    draw_dt = dt.np if dt is not as_dtype("float16") else float32.np
+    out = gen.standard_normal(shape, dtype=draw_dt)
+    if std != 1.0:
+        out *= std
+    if mean != 0.0:
+        out += mean
+    return out.astype(dt.np, copy=False)
+
+
+normal = register("normal", infer=_random_float_infer("normal"), kernel=_normal_kernel)
+
+
+def _randint_infer(*, low, high, shape, dtype, device):
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    dt = as_dtype(dtype)
+    if dt.is_floating_point or dt is bool_:
+        raise TypeError(f"randint: dtype must be an integer type, got {dt}")
+    return _check_shape("randint", shape), dt, None
+
+
+def _randint_kernel(xp, *, low, high, shape, dtype, device):
+    gen = generator(as_device(device))
+    return gen.integers(low, high, size=shape, dtype=as_dtype(dtype).np)
+
+
+randint = register("randint", infer=_randint_infer, kernel=_randint_kernel)
+
+
+def _bernoulli_infer(p, *, dtype=None):
+    return p.shape, p.dtype if dtype is None else as_dtype(dtype), None
+
+
+def _bernoulli_kernel(xp, p, *, dtype=None):
+    from ..backend import array_device
+    gen = generator(array_device(p))
+    draw = gen.random(p.shape, dtype=p.dtype if p.dtype.kind == "f" else "float32")
+    return (draw < p).astype(p.dtype if dtype is None else as_dtype(dtype).np)
+
+
+bernoulli = register("bernoulli", infer=_bernoulli_infer, kernel=_bernoulli_kernel)
+
+__all__ = ["full", "arange", "linspace", "eye", "uniform", "normal", "randint", "bernoulli"]

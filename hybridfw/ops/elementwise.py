@@ -1,0 +1,301 @@
+"""Elementwise primitives: arithmetic, comparisons, logic, math functions, where, clamp, cast.
+
+Binary ops broadcast (numpy rules) and promote dtypes (PyTorch rules, see ``dtypes``); Python
+scalars mix in without upcasting. Kernels take ``out=`` so in-place methods (``add_``) reuse them.
+"""
+from __future__ import annotations
+
+from ..dtypes import DType, as_dtype, bool_, result_type
+from .infer import broadcast_shapes, check_bool_or_int, float_result, shape_of
+from .registry import TensorLike, apply, register
+
+# --------------------------------------------------------------------------- inference
+def _cast_needed(dt, a, b):
+    """``dt`` if some tensor operand must be cast to it before the kernel, else None."""
+    if (isinstance(a, TensorLike) and a.dtype is not dt) or \
+            (isinstance(b, TensorLike) and b.dtype is not dt):
+        return dt
+    return None
+
+
+def _binary_shape(name, a, b):
+    sa, sb = shape_of(a), shape_of(b)
+    return sa if sa == sb else broadcast_shapes(name, sa, sb)
+
+
+def _arith_infer(name):
+    def infer(a, b):
+        # fast path: two tensors of one dtype (the common case on the eager hot path)
+        if a.__class__ is b.__class__ and isinstance(a, TensorLike) and a.dtype is b.dtype:
+            sa, sb = a.shape, b.shape
+            return (sa if sa == sb else broadcast_shapes(name, sa, sb)), a.dtype, None
+        dt = result_type(a, b)
+        return _binary_shape(name, a, b), dt, _cast_needed(dt, a, b)
+    return infer
+
+
+def _float_binary_infer(name):
+    def infer(a, b):
+        dt = float_result(result_type(a, b))
+        return _binary_shape(name, a, b), dt, _cast_needed(dt, a, b)
+    return infer
+
+
+def _compare_infer(name):
+    def infer(a, b):
+        dt = result_type(a, b)
+        return _binary_shape(name, a, b), bool_, _cast_needed(dt, a, b)
+    return infer
+
+
+def _logic_infer(name):
+    def infer(a, b):
+        dt = check_bool_or_int(name, a, b)
+        return _binary_shape(name, a, b), dt, _cast_needed(dt, a, b)
+    return infer
+
+
+def _same_infer(a):
+    return a.shape, a.dtype, None
+
+
+def _float_unary_infer(a):
+    dt = a.dtype
+    if dt.is_floating_point:
+        return a.shape, dt, None
+    return a.shape, float_result(dt), float_result(dt)
+
+
+def _ufunc_kernel(fname):
+    """A kernel calling the ufunc ``xp.<fname>`` (numpy and cupy share the names)."""
+    def kernel(xp, *args, out=None):
+        if out is None:
+            return getattr(xp, fname)(*args)
+        return getattr(xp, fname)(*args, out=out)
+    kernel.__name__ = f"{fname}_kernel"
+    return kernel
+
+
+# --------------------------------------------------------------------------- binary arithmetic
+add = register("add", infer=_arith_infer("add"), kernel=_ufunc_kernel("add"), supports_out=True,
+               vjp=(lambda g, out, a, b: g, lambda g, out, a, b: g))
+sub = register("sub", infer=_arith_infer("sub"), kernel=_ufunc_kernel("subtract"),
+               supports_out=True, vjp=(lambda g, out, a, b: g, lambda g, out, a, b: -g))
+mul = register("mul", infer=_arith_infer("mul"), kernel=_ufunc_kernel("multiply"),
+               supports_out=True, save=(0, 1),
+               vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
+div = register("div", infer=_float_binary_infer("div"), kernel=_ufunc_kernel("true_divide"),
+               supports_out=True, save=(0, 1),
+               vjp=(lambda g, out, a, b: g / b, lambda g, out, a, b: -g * a / (b * b)))
+
+
+floor_divide = register("floor_divide", infer=_arith_infer("floor_divide"), kernel=_ufunc_kernel("floor_divide"),
+                        supports_out=True,
+                        # piecewise constant: the derivative is zero wherever it exists
+                        vjp=(lambda g, out, a, b: g * 0, lambda g, out, a, b: g * 0))
+remainder = register("remainder", infer=_arith_infer("remainder"), kernel=_ufunc_kernel("remainder"),
+                     supports_out=True, save=(0, 1),
+                     vjp=(lambda g, out, a, b: g,
+                          lambda g, out, a, b: -g * apply(floor_divide, a, b)))
+
+
+def _pow_grad_base(g, out, a, b):
+    return g * b * a ** (b - 1)
+
+
+def _pow_grad_exponent(g, out, a, b):
+    # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+    grad = g * out * apply(log, a)
+    return apply(where, (a == 0) & (b >= 0), 0.0, grad)
+
+
+pow_ = register("pow", infer=_arith_infer("pow"), kernel=_ufunc_kernel("power"), supports_out=True,
+                save=(0, 1), save_output=True, vjp=(_pow_grad_base, _pow_grad_exponent))
+
+
+def _max_grad(g, out, a, b):  # ties split the gradient evenly, as PyTorch does
+    return apply(where, a > b, g, apply(where, a == b, g * 0.5, 0.0))
+
+
+def _min_grad(g, out, a, b):
+    return apply(where, a < b, g, apply(where, a == b, g * 0.5, 0.0))
+
+
+maximum = register("maximum", infer=_arith_infer("maximum"), kernel=_ufunc_kernel("maximum"),
+                   supports_out=True, save=(0, 1),
+                   vjp=(_max_grad, lambda g, out, a, b: _max_grad(g, out, b, a)))
+minimum = register("minimum", infer=_arith_infer("minimum"), kernel=_ufunc_kernel("minimum"),
+                   supports_out=True, save=(0, 1),
+                   vjp=(_min_grad, lambda g, out, a, b: _min_grad(g, out, b, a)))
+
+# --------------------------------------------------------------------------- comparisons, logic
+eq = register("eq", infer=_compare_infer("eq"), kernel=_ufunc_kernel("equal"), supports_out=True)
+ne = register("ne", infer=_compare_infer("ne"), kernel=_ufunc_kernel("not_equal"),
+              supports_out=True)
+lt = register("lt", infer=_compare_infer("lt"), kernel=_ufunc_kernel("less"), supports_out=True)
+le = register("le", infer=_compare_infer("le"), kernel=_ufunc_kernel("less_equal"),
+              supports_out=True)
+gt = register("gt", infer=_compare_infer("gt"), kernel=_ufunc_kernel("greater"), supports_out=True)
+ge = register("ge", infer=_compare_infer("ge"), kernel=_ufunc_kernel("greater_equal"),
+              supports_out=True)
+bitwise_and = register("bitwise_and", infer=_logic_infer("bitwise_and"),
+                       kernel=_ufunc_kernel("bitwise_and"), supports_out=True)
+bitwise_or = register("bitwise_or", infer=_logic_infer("bitwise_or"),
+                      kernel=_ufunc_kernel("bitwise_or"), supports_out=True)
+bitwise_xor = register("bitwise_xor", infer=_logic_infer("bitwise_xor"),
+                       kernel=_ufunc_kernel("bitwise_xor"), supports_out=True)
+
+
+def _not_infer(a):
+    check_bool_or_int("bitwise_not", a)
+    return a.shape, a.dtype, None
+
+
+bitwise_not = register("bitwise_not", infer=_not_infer, kernel=_ufunc_kernel("invert"),
+                       supports_out=True)
+
+# --------------------------------------------------------------------------- unary math
+neg = register("neg", infer=_same_infer, kernel=_ufunc_kernel("negative"), supports_out=True,
+               vjp=(lambda g, out, a: -g,))
+
+
+def _sign_infer(a):
+    return a.shape, a.dtype, None
+
+
+sign = register("sign", infer=_sign_infer, kernel=_ufunc_kernel("sign"), supports_out=True,
+                vjp=(lambda g, out, a: g * 0,))
+abs_ = register("abs", infer=_same_infer, kernel=_ufunc_kernel("absolute"), supports_out=True,
+                save=(0,), vjp=(lambda g, out, a: g * apply(sign, a),))
+exp = register("exp", infer=_float_unary_infer, kernel=_ufunc_kernel("exp"), supports_out=True,
+               save_output=True, vjp=(lambda g, out, a: g * out,))
+log = register("log", infer=_float_unary_infer, kernel=_ufunc_kernel("log"), supports_out=True,
+               save=(0,), vjp=(lambda g, out, a: g / a,))
+log1p = register("log1p", infer=_float_unary_infer, kernel=_ufunc_kernel("log1p"),
+                 supports_out=True, save=(0,), vjp=(lambda g, out, a: g / (a + 1),))
+sqrt = register("sqrt", infer=_float_unary_infer, kernel=_ufunc_kernel("sqrt"), supports_out=True,
+                save_output=True, vjp=(lambda g, out, a: g * 0.5 / out,))
+
+
+def _rsqrt_kernel(xp, a, out=None):
+    out = xp.sqrt(a, out=out)
+    return xp.reciprocal(out, out=out)
+
+
+rsqrt = register("rsqrt", infer=_float_unary_infer, kernel=_rsqrt_kernel, supports_out=True,
+                 save_output=True, vjp=(lambda g, out, a: g * -0.5 * out * out * out,))
+sin = register("sin", infer=_float_unary_infer, kernel=_ufunc_kernel("sin"), supports_out=True,
+               save=(0,), vjp=(lambda g, out, a: g * apply(cos, a),))
+cos = register("cos", infer=_float_unary_infer, kernel=_ufunc_kernel("cos"), supports_out=True,
+               save=(0,), vjp=(lambda g, out, a: -g * apply(sin, a),))
+tanh = register("tanh", infer=_float_unary_infer, kernel=_ufunc_kernel("tanh"), supports_out=True,
+                save_output=True, vjp=(lambda g, out, a: g * (1 - out * out),))
+
+
+def _sigmoid_kernel(xp, a, out=None):
+    # 1/(1+exp(-a)) overflows exp for a << 0; 0.5*tanh(a/2)+0.5 is exact and finite everywhere.
+    out = xp.multiply(a, 0.5, out=out)
+    xp.tanh(out, out=out)
+    xp.multiply(out, 0.5, out=out)
+    return xp.add(out, 0.5, out=out)
+
+
+sigmoid = register("sigmoid", infer=_float_unary_infer, kernel=_sigmoid_kernel, supports_out=True,
+                   save_output=True, vjp=(lambda g, out, a: g * out * (1 - out),))
+
+
+def _relu_kernel(xp, a, out=None):
+    return xp.maximum(a, 0, out=out)
+
+
+relu = register("relu", infer=_same_infer, kernel=_relu_kernel, supports_out=True,
+                save_output=True, vjp=(lambda g, out, a: g * (out > 0),))
+
+
+def _round_kernel(fname):
+    def kernel(xp, a, out=None):
+        return getattr(xp, fname)(a, out=out)
+    return kernel
+
+
+floor = register("floor", infer=_same_infer, kernel=_round_kernel("floor"), supports_out=True,
+                 vjp=(lambda g, out, a: g * 0,))
+ceil = register("ceil", infer=_same_infer, kernel=_round_kernel("ceil"), supports_out=True,
+                vjp=(lambda g, out, a: g * 0,))
+round_ = register("round", infer=_same_infer, kernel=_round_kernel("rint"), supports_out=True,
+                  vjp=(lambda g, out, a: g * 0,))
+
+
+def _isnan_infer(a):
+    return a.shape, bool_, None
+
+
+isnan = register("isnan", infer=_isnan_infer, kernel=_ufunc_kernel("isnan"))
+isinf = register("isinf", infer=_isnan_infer, kernel=_ufunc_kernel("isinf"))
+isfinite = register("isfinite", infer=_isnan_infer, kernel=_ufunc_kernel("isfinite"))
+
+
+# --------------------------------------------------------------------------- clamp, where, cast
+def _clamp_infer(a, *, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    dt = result_type(a, *(v for v in (min, max) if v is not None))
+    return a.shape, dt, (None if dt is a.dtype else dt)
+
+
+def _clamp_kernel(xp, a, *, min=None, max=None, out=None):  # noqa: A002
+    return xp.clip(a, min, max, out=out)
+
+
+def _clamp_grad(g, out, a, *, min=None, max=None):  # noqa: A002
+    inside = None
+    if min is not None:
+        inside = a >= min
+    if max is not None:
+        inside = (a <= max) if inside is None else inside & (a <= max)
+    return g * inside
+
+
+clamp = register("clamp", infer=_clamp_infer, kernel=_clamp_kernel, supports_out=True,
+                 save=(0,), vjp=(_clamp_grad,))
+
+
+def _where_infer(cond, a, b):
+    if cond.dtype is not bool_:
+        raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
+    dt = result_type(a, b)
+    return broadcast_shapes("where", cond.shape, shape_of(a), shape_of(b)), dt, \
+        _cast_needed(dt, a, b)
+
+
+def _where_kernel(xp, cond, a, b):
+    out = xp.where(cond, a, b)
+    return out
+
+
+where = register("where", infer=_where_infer, kernel=_where_kernel, save=(0,),
+                 vjp=(None, lambda g, out, c, a, b: apply(where, c, g, 0.0),
+                      lambda g, out, c, a, b: apply(where, c, 0.0, g)))
+
+
+def _cast_infer(a, *, dtype: DType):
+    return a.shape, as_dtype(dtype), None
+
+
+def _cast_kernel(xp, a, *, dtype):
+    return a.astype(as_dtype(dtype).np)  # always a copy: the result owns its memory
+
+
+cast = register("cast", infer=_cast_infer, kernel=_cast_kernel,
+                vjp=(lambda g, out, a, *, dtype: g,))  # reduce_grad casts back to a's dtype
+
+
+def _copy_infer(a):
+    return a.shape, a.dtype, None
+
+
+def _copy_kernel(xp, a):
+    return a.copy()
+
+
+copy = register("copy", infer=_copy_infer, kernel=_copy_kernel, vjp=(lambda g, out, a: g,))

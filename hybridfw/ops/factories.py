@@ -1,0 +1,146 @@
+"""Tensor factories (zeros, ones, arange, rand, ...) on top of the creation primitives.
+
+They go through the registry like every op, so inside a static program they become operators
+(random ones draw anew on every run) and in eager mode they return tensors at once.
+"""
+from __future__ import annotations
+
+from ..backend import default_device
+from ..backend import device as as_device
+from ..dtypes import as_dtype, bool_, get_default_dtype, int64
+from . import creation as K
+from .registry import apply
+
+__all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+           "arange", "linspace", "eye", "rand", "randn", "randint", "rand_like", "randn_like",
+           "normal", "uniform"]
+
+
+def _shape(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    try:
+        return tuple(int(s) for s in size)
+    except TypeError:
+        raise TypeError(f"expected a shape of ints, got {size!r}") from None
+
+
+def _dev(device) -> str:
+    return str(as_device(device) if device is not None else default_device())
+
+
+def _dt(dtype, default=None):
+    return as_dtype(dtype) if dtype is not None else (default or get_default_dtype())
+
+
+def _grad(t, requires_grad):
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor of ``size`` filled with ``fill_value`` (dtype from the value, like PyTorch)."""
+    if dtype is None:
+        dtype = bool_ if isinstance(fill_value, bool) else (
+            int64 if isinstance(fill_value, int) else get_default_dtype())
+    shape = (int(size),) if isinstance(size, int) else tuple(int(s) for s in size)
+    return _grad(apply(K.full, shape=shape, value=fill_value, dtype=as_dtype(dtype),
+                       device=_dev(device)), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
+    return _grad(apply(K.full, shape=_shape(size), value=0, dtype=_dt(dtype), device=_dev(device)),
+                 requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False):
+    return _grad(apply(K.full, shape=_shape(size), value=1, dtype=_dt(dtype), device=_dev(device)),
+                 requires_grad)
+
+
+empty = zeros  # hybridfw never hands out uninitialised memory
+
+
+def _like(x, dtype, device):
+    return (tuple(x.shape), as_dtype(dtype) if dtype is not None else x.dtype,
+            str(as_device(device)) if device is not None else str(x.device))
+
+
+def full_like(x, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
+    shape, dt, dev = _like(x, dtype, device)
+    return _grad(apply(K.full, shape=shape, value=fill_value, dtype=dt, device=dev), requires_grad)
+
+
+def zeros_like(x, *, dtype=None, device=None, requires_grad: bool = False):
+    return full_like(x, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(x, *, dtype=None, device=None, requires_grad: bool = False):
+    return full_like(x, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+empty_like = zeros_like
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
+    """``arange(5)``, ``arange(1, 5)``, ``arange(0, 1, 0.25)``; ints give int64, else float32."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = int64 if all(isinstance(v, int) for v in (start, end, step)) else \
+            get_default_dtype()
+    return _grad(apply(K.arange, start=start, stop=end, step=step, dtype=as_dtype(dtype),
+                       device=_dev(device)), requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False):
+    return _grad(apply(K.linspace, start=float(start), end=float(end), steps=int(steps),
+                       dtype=_dt(dtype), device=_dev(device)), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
+    return _grad(apply(K.eye, n=int(n), m=int(n if m is None else m), dtype=_dt(dtype),
+                       device=_dev(device)), requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad: bool = False):
+    """Uniform samples in [0, 1), from the generator ``hf.manual_seed`` seeds."""
+    return _grad(apply(K.uniform, shape=_shape(size), low=0.0, high=1.0, dtype=_dt(dtype),
+                       device=_dev(device)), requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad: bool = False):
+    """Standard normal samples."""
+    return _grad(apply(K.normal, shape=_shape(size), mean=0.0, std=1.0, dtype=_dt(dtype),
+                       device=_dev(device)), requires_grad)
+
+
+def uniform(size, low: float = 0.0, high: float = 1.0, *, dtype=None, device=None):
+    return apply(K.uniform, shape=_shape((size,)), low=float(low), high=float(high),
+                 dtype=_dt(dtype), device=_dev(device))
+
+
+def normal(mean: float, std: float, size, *, dtype=None, device=None):
+    return apply(K.normal, shape=_shape((size,)), mean=float(mean), std=float(std),
+                 dtype=_dt(dtype), device=_dev(device))
+
+
+def randint(low, high=None, size=None, *, dtype=None, device=None):
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
+    if size is None:
+        if high is None or not isinstance(high, (tuple, list)):
+            raise TypeError("randint: expected randint(low, high, size) or randint(high, size)")
+        low, high, size = 0, low, high
+    return apply(K.randint, low=int(low), high=int(high), shape=_shape((size,)),
+                 dtype=as_dtype(dtype) if dtype is not None else int64, device=_dev(device))
+
+
+def rand_like(x, *, dtype=None, device=None):
+    shape, dt, dev = _like(x, dtype, device)
+    return apply(K.uniform, shape=shape, low=0.0, high=1.0, dtype=dt, device=dev)
+
+
+def randn_like(x, *, dtype=None, device=None):
+    shape, dt, dev = _like(x, dtype, device)
+    return apply(K.normal, shape=shape, mean=0.0, std=1.0, dtype=dt, device=dev)

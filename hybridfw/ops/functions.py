@@ -1,0 +1,88 @@
+"""The ``hf.`` function forms of tensor math (``hf.exp(x)`` == ``x.exp()``), with PyTorch's
+argument names. Composites come from ``composite``; the rest apply one primitive."""
+from __future__ import annotations
+
+from . import composite as C
+from . import elementwise as E
+from .composite import (abs, argmax, argmin, broadcast_to, cat, chunk, clamp, cumsum, einsum,
+                        flatten, gather, index_select, logsumexp, masked_fill, matmul, max,
+                        maximum, mean, min, minimum, narrow, permute, pow, prod, reshape, split,
+                        squeeze, stack, std, sum, transpose, unsqueeze, var, where)
+from .registry import apply
+
+__all__ = ["abs", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp", "clip", "cumsum",
+           "einsum", "flatten", "gather", "index_select", "logsumexp", "masked_fill", "matmul",
+           "max", "maximum", "mean", "min", "minimum", "narrow", "permute", "pow", "prod",
+           "reshape", "split", "squeeze", "stack", "std", "sum", "transpose", "unsqueeze", "var",
+           "where", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
+           "relu", "neg", "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "add",
+           "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
+           "lt", "le", "gt", "ge", "expand", "concatenate"]
+
+clip = clamp
+concat = concatenate = cat
+expand = C.expand
+
+
+def _unary(op, name):
+    def fn(input):  # noqa: A002 - PyTorch's argument name
+        return apply(op, input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} (see ``Tensor.{name}``)."
+    return fn
+
+
+exp = _unary(E.exp, "exp")
+log = _unary(E.log, "log")
+log1p = _unary(E.log1p, "log1p")
+sqrt = _unary(E.sqrt, "sqrt")
+rsqrt = _unary(E.rsqrt, "rsqrt")
+sin = _unary(E.sin, "sin")
+cos = _unary(E.cos, "cos")
+tanh = _unary(E.tanh, "tanh")
+sigmoid = _unary(E.sigmoid, "sigmoid")
+relu = _unary(E.relu, "relu")
+neg = _unary(E.neg, "neg")
+sign = _unary(E.sign, "sign")
+floor = _unary(E.floor, "floor")
+ceil = _unary(E.ceil, "ceil")
+round = _unary(E.round_, "round")  # noqa: A001
+isnan = _unary(E.isnan, "isnan")
+isinf = _unary(E.isinf, "isinf")
+isfinite = _unary(E.isfinite, "isfinite")
+
+
+def _binary(op, name):
+    def fn(input, other):  # noqa: A002
+        return apply(op, input, other)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting."
+    return fn
+
+
+add = _binary(E.add, "add")
+sub = _binary(E.sub, "sub")
+mul = _binary(E.mul, "mul")
+div = _binary(E.div, "div")
+eq = _binary(E.eq, "eq")
+ne = _binary(E.ne, "ne")
+lt = _binary(E.lt, "lt")
+le = _binary(E.le, "le")
+gt = _binary(E.gt, "gt")
+ge = _binary(E.ge, "ge")
+
+
+def square(input):  # noqa: A002
+    return apply(E.mul, input, input)
+
+
+def amax(input, dim=None, keepdim=False):  # noqa: A002
+    return input.amax(dim, keepdim)
+
+
+def amin(input, dim=None, keepdim=False):  # noqa: A002
+    return input.amin(dim, keepdim)
+
+
+def logical_not(input):  # noqa: A002
+    return input.logical_not()

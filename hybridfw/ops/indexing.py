@@ -1,0 +1,288 @@
+"""Indexing primitives: getitem (read), index_put (write), their gradient scatter, gather.
+
+A Python index (ints, slices, None, Ellipsis, bool masks, integer tensors, lists) is normalized
+once by :func:`parse_index` into a hashable ``spec`` plus the index tensors, which become op
+inputs (so static graphs can feed them). ``spec`` items are ``('int', i)``,
+``('slice', start, stop, step)``, ``('none',)``, ``('ellipsis',)`` and ``('tensor',)`` (the next
+index tensor input).
+"""
+from __future__ import annotations
+
+from ..dtypes import bool_
+from .infer import broadcast_shapes
+from .registry import TensorLike, apply, register
+
+
+# --------------------------------------------------------------------------- spec handling
+def parse_index(index, to_tensor):
+    """Split a user index into (spec, index_tensors). ``to_tensor`` converts lists/arrays."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    spec, tensors = [], []
+    for item in index:
+        if item is None:
+            spec.append(("none",))
+        elif item is Ellipsis:
+            spec.append(("ellipsis",))
+        elif isinstance(item, bool):
+            raise IndexError("getitem: a Python bool is not a valid index; use a bool tensor")
+        elif isinstance(item, int):
+            spec.append(("int", item))
+        elif isinstance(item, slice):
+            for part in (item.start, item.stop, item.step):
+                if part is not None and (not isinstance(part, int) or isinstance(part, bool)):
+                    if isinstance(part, TensorLike) and part.ndim == 0:
+                        continue
+                    raise IndexError(f"getitem: slice bounds must be ints or None, got {item}")
+            start, stop, step = (None if p is None else int(p)
+                                 for p in (item.start, item.stop, item.step))
+            if step is not None and step <= 0:
+                raise ValueError(f"getitem: slice step must be positive, got {step}")
+            spec.append(("slice", start, stop, step))
+        else:
+            t = item if isinstance(item, TensorLike) else to_tensor(item)
+            if not (t.dtype is bool_ or t.dtype.category == 1):
+                raise IndexError(f"getitem: tensors used as indices must be integer or bool, "
+                                 f"got dtype {t.dtype}")
+            spec.append(("tensor",))
+            tensors.append(t)
+    return tuple(spec), tuple(tensors)
+
+
+def _consumed(item, tensor) -> int:
+    kind = item[0]
+    if kind == "none" or kind == "ellipsis":
+        return 0
+    if kind == "tensor" and tensor.dtype is bool_:
+        return max(tensor.ndim, 1) if tensor.ndim else 0
+    return 1
+
+
+def _expand_spec(op, shape, spec, tensors):
+    """Replace the ellipsis by full slices; pair each item with its index tensor (or None)."""
+    it = iter(tensors)
+    paired = [(item, next(it) if item[0] == "tensor" else None) for item in spec]
+    used = sum(_consumed(i, t) for i, t in paired)
+    if sum(1 for i, _ in paired if i[0] == "ellipsis") > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    if used > len(shape):
+        raise IndexError(f"{op}: too many indices for a tensor of shape {tuple(shape)} "
+                         f"({used} dims indexed)")
+    fill = [(("slice", None, None, None), None)] * (len(shape) - used)
+    out, seen = [], False
+    for item, t in paired:
+        if item[0] == "ellipsis":
+            out.extend(fill)
+            seen = True
+        else:
+            out.append((item, t))
+    if not seen:
+        out.extend(fill)
+    return out
+
+
+def _slice_len(n, start, stop, step):
+    if n == -1:
+        return -1
+    return len(range(*slice(start, stop, step).indices(n)))
+
+
+def index_shape(op, shape, spec, tensors):
+    """Result shape of ``x[index]`` (numpy rules for advanced indexing); -1 where unknown."""
+    items = _expand_spec(op, shape, spec, tensors)
+    dim = 0
+    basic, adv_shapes, adv_positions = [], [], []
+    for item, t in items:
+        kind = item[0]
+        if kind == "none":
+            basic.append(1)
+            continue
+        if kind == "int":
+            n = shape[dim]
+            if n != -1 and not -n <= item[1] < n:
+                raise IndexError(f"{op}: index {item[1]} is out of bounds for dim {dim} with "
+                                 f"size {n}")
+            adv_positions.append(len(basic))
+            adv_shapes.append(())
+            dim += 1
+        elif kind == "slice":
+            basic.append(_slice_len(shape[dim], *item[1:]))
+            dim += 1
+        else:  # tensor
+            adv_positions.append(len(basic))
+            if t.dtype is bool_:
+                k = max(t.ndim, 1) if t.ndim else 0
+                target = tuple(shape[dim:dim + k])
+                if t.ndim and any(a != b and -1 not in (a, b) for a, b in zip(t.shape, target)):
+                    raise IndexError(f"{op}: bool mask of shape {t.shape} does not match the "
+                                     f"indexed shape {target} at dim {dim}")
+                adv_shapes.append((-1,))
+                dim += k
+            else:
+                adv_shapes.append(tuple(t.shape))
+                dim += 1
+    if not any(item[0] == "tensor" for item, _ in items):
+        return tuple(basic)  # ints alone just drop their dims
+    # numpy: ints combined with index arrays count as advanced indices; the broadcast advanced
+    # dims replace them in place when they are adjacent, and go first otherwise.
+    adv = broadcast_shapes(op, *adv_shapes)
+    p = adv_positions[0]
+    if all(q == p for q in adv_positions):
+        return tuple(basic[:p]) + adv + tuple(basic[p:])
+    return adv + tuple(basic)
+
+
+def build_index(spec, arrays):
+    """The numpy/cupy index tuple for ``spec`` with the index arrays filled in."""
+    it = iter(arrays)
+    out = []
+    for item in spec:
+        kind = item[0]
+        if kind == "int":
+            out.append(item[1])
+        elif kind == "slice":
+            out.append(slice(item[1], item[2], item[3]))
+        elif kind == "none":
+            out.append(None)
+        elif kind == "ellipsis":
+            out.append(Ellipsis)
+        else:
+            out.append(next(it))
+    return tuple(out)
+
+
+def _has_int_arrays(spec, arrays) -> bool:
+    it = iter(arrays)
+    return any(item[0] == "tensor" and next(it).dtype.kind != "b" for item in spec)
+
+
+# --------------------------------------------------------------------------- primitives
+def _getitem_infer(a, *index, spec):
+    return index_shape("getitem", a.shape, spec, index), a.dtype, None
+
+
+def _getitem_kernel(xp, a, *index, spec):
+    return a[build_index(spec, index)]  # basic indexing gives a view, advanced a copy
+
+
+def _getitem_grad(g, out, a, *index, spec):
+    return apply(getitem_backward, g, *index, spec=spec, shape=a.shape)
+
+
+getitem = register("getitem", infer=_getitem_infer, kernel=_getitem_kernel, view=True,
+                   save=slice(1, None), vjp=(_getitem_grad,))
+
+
+def _getitem_backward_infer(g, *index, spec, shape):
+    return tuple(shape), g.dtype, None
+
+
+def _getitem_backward_kernel(xp, g, *index, spec, shape):
+    out = xp.zeros(shape, dtype=g.dtype)
+    idx = build_index(spec, index)
+    if _has_int_arrays(spec, index):
+        xp.add.at(out, idx, g)  # repeated indices accumulate
+    else:
+        out[idx] = g
+    return out
+
+
+getitem_backward = register(
+    "getitem_backward", infer=_getitem_backward_infer, kernel=_getitem_backward_kernel,
+    save=slice(1, None),
+    vjp=(lambda g, out, g0, *index, spec, shape: apply(getitem, g, *index, spec=spec),))
+
+
+def _index_put_infer(a, value, *index, spec, accumulate=False):
+    target = index_shape("index_put", a.shape, spec, index)
+    vshape = value.shape if isinstance(value, TensorLike) else ()
+    if -1 not in target:
+        b = broadcast_shapes("index_put", vshape, target)
+        if b != tuple(target):
+            raise ValueError(f"index_put: value of shape {vshape} cannot be broadcast to the "
+                             f"indexed shape {tuple(target)}")
+    return a.shape, a.dtype, None
+
+
+def _index_put_kernel(xp, a, value, *index, spec, accumulate=False, out=None):
+    if out is None:
+        out = a.copy()
+    idx = build_index(spec, index)
+    if accumulate:
+        if _has_int_arrays(spec, index):
+            xp.add.at(out, idx, value)
+        else:
+            out[idx] += value
+    else:
+        out[idx] = value
+    return out
+
+
+def _index_put_grad_self(g, out, a, value, *index, spec, accumulate=False):
+    return g if accumulate else apply(index_put, g, 0.0, *index, spec=spec)
+
+
+def _index_put_grad_value(g, out, a, value, *index, spec, accumulate=False):
+    return apply(getitem, g, *index, spec=spec)
+
+
+index_put = register("index_put", infer=_index_put_infer, kernel=_index_put_kernel,
+                     supports_out=True, save=slice(2, None),
+                     vjp=(_index_put_grad_self, _index_put_grad_value))
+
+
+def narrow(x, dim: int, start: int, length: int):
+    """``x`` restricted to ``start:start+length`` along ``dim`` (a view)."""
+    spec = (("slice", None, None, None),) * dim + (("slice", start, start + length, None),)
+    return apply(getitem, x, spec=spec)
+
+
+def _gather_infer(a, index, *, dim):
+    from .infer import normalize_dim
+    d = normalize_dim("gather", dim, a.ndim)
+    if index.dtype.category != 1:
+        raise TypeError(f"gather: index must be an integer tensor, got dtype {index.dtype}")
+    if index.ndim != a.ndim:
+        raise ValueError(f"gather: index must have as many dims as input, got index shape "
+                         f"{index.shape} and input shape {a.shape}")
+    for i, (s, t) in enumerate(zip(index.shape, a.shape)):
+        if i != d and s > t and t != -1:
+            raise ValueError(f"gather: index shape {index.shape} exceeds input shape {a.shape} "
+                             f"in dim {i}")
+    return tuple(index.shape), a.dtype, None
+
+
+def _gather_index(xp, index, dim):
+    grids = list(xp.ogrid[tuple(slice(0, s) for s in index.shape)])
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _gather_kernel(xp, a, index, *, dim):
+    n = a.shape[dim]
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        raise IndexError(f"gather: index out of range for dim {dim} with size {n}")
+    return a[_gather_index(xp, index, dim % a.ndim)]
+
+
+gather = register("gather", infer=_gather_infer, kernel=_gather_kernel, save=(1,),
+                  vjp=(lambda g, out, a, index, *, dim:
+                       apply(gather_backward, g, index, dim=dim, shape=a.shape), None))
+
+
+def _gather_backward_infer(g, index, *, dim, shape):
+    return tuple(shape), g.dtype, None
+
+
+def _gather_backward_kernel(xp, g, index, *, dim, shape):
+    out = xp.zeros(shape, dtype=g.dtype)
+    xp.add.at(out, _gather_index(xp, index, dim % len(shape)), g)
+    return out
+
+
+gather_backward = register(
+    "gather_backward", infer=_gather_backward_infer, kernel=_gather_backward_kernel, save=(1,),
+    vjp=(lambda g, out, g0, index, *, dim, shape: apply(gather, g, index, dim=dim), None))
+
+__all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
+           "parse_index", "index_shape", "build_index", "narrow"]

@@ -1,0 +1,153 @@
+"""Linear-algebra primitives: matmul (numpy semantics, batched, 1-D operands) and einsum."""
+from __future__ import annotations
+
+from ..dtypes import result_type
+from .infer import broadcast_shapes
+from .registry import apply, register
+from .shape_ops import permute, reshape
+
+
+def _matmul_infer(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and "
+                         f"{b.shape}")
+    if a.dtype is not b.dtype:
+        raise TypeError(f"matmul: expected operands of the same dtype, got {a.dtype} and "
+                        f"{b.dtype}")
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if ka != kb and ka != -1 and kb != -1:
+        raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
+                         f"multiplied ({ka} != {kb})")
+    batch = broadcast_shapes("matmul", tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    rows = (a.shape[-2],) if a.ndim > 1 else ()
+    cols = (b.shape[-1],) if b.ndim > 1 else ()
+    return batch + rows + cols, a.dtype, None
+
+
+def _matmul_kernel(xp, a, b):
+    return xp.matmul(a, b)
+
+
+def _mT(x):
+    dims = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return apply(permute, x, dims=dims)
+
+
+def _as_matrices(g, a, b):
+    """The gradient and operands with 1-D operands made into matrices (m=1 / n=1)."""
+    a2 = a if a.ndim > 1 else apply(reshape, a, shape=(1, a.shape[0]))
+    b2 = b if b.ndim > 1 else apply(reshape, b, shape=(b.shape[0], 1))
+    gshape = g.shape
+    if a.ndim == 1:
+        gshape = gshape[:-1] + (1,) + gshape[-1:] if b.ndim > 1 else gshape + (1,)
+    if b.ndim == 1:
+        gshape = gshape + (1,)
+    g2 = g if gshape == g.shape else apply(reshape, g, shape=gshape)
+    return g2, a2, b2
+
+
+def _matmul_grad_a(g, out, a, b):
+    g2, a2, b2 = _as_matrices(g, a, b)
+    ga = apply(matmul, g2, _mT(b2))
+    if a.ndim == 1:  # (..., 1, k) -> (..., k); reduce_grad then sums the batch dims
+        ga = apply(reshape, ga, shape=ga.shape[:-2] + ga.shape[-1:])
+    return ga
+
+
+def _matmul_grad_b(g, out, a, b):
+    g2, a2, b2 = _as_matrices(g, a, b)
+    gb = apply(matmul, _mT(a2), g2)
+    if b.ndim == 1:  # (..., k, 1) -> (..., k)
+        gb = apply(reshape, gb, shape=gb.shape[:-1])
+    return gb
+
+
+matmul = register("matmul", infer=_matmul_infer, kernel=_matmul_kernel, save=(0, 1),
+                  vjp=(_matmul_grad_a, _matmul_grad_b))
+
+
+# --------------------------------------------------------------------------- einsum
+def parse_equation(equation: str, ndims) -> tuple:
+    """Normalize an einsum equation to explicit form without '...': (input_specs, output)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    specs = lhs.split(",")
+    if len(specs) != len(ndims):
+        raise ValueError(f"einsum: equation {equation!r} has {len(specs)} operands but "
+                         f"{len(ndims)} tensors were given")
+    letters = set(ch for ch in eq if ch.isalpha())
+    free = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in letters]
+    ell_len = 0
+    for s, n in zip(specs, ndims):
+        if "..." in s:
+            ell_len = max(ell_len, n - (len(s) - 3))
+    ell = "".join(free[:ell_len])
+    out_specs = []
+    for s, n in zip(specs, ndims):
+        if "..." in s:
+            k = n - (len(s) - 3)
+            s = s.replace("...", ell[ell_len - k:])
+        if not all(c.isalpha() for c in s) or len(s) != n:
+            raise ValueError(f"einsum: operand spec {s!r} does not match a tensor with {n} dims "
+                             f"in {equation!r}")
+        out_specs.append(s)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for s in out_specs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    if not all(c.isalpha() for c in out) or len(set(out)) != len(out):
+        raise ValueError(f"einsum: invalid output spec {out!r} in {equation!r}")
+    for c in out:
+        if not any(c in s for s in out_specs):
+            raise ValueError(f"einsum: output label {c!r} does not appear in any input of "
+                             f"{equation!r}")
+    return tuple(out_specs), out
+
+
+def _einsum_infer(*xs, equation):
+    specs, out = parse_equation(equation, [x.ndim for x in xs])
+    sizes = {}
+    for s, x in zip(specs, xs):
+        for c, n in zip(s, x.shape):
+            if sizes.get(c, n) not in (n, 1) and n != 1 and n != -1 and sizes[c] != -1:
+                raise ValueError(f"einsum: label {c!r} has sizes {sizes[c]} and {n} in "
+                                 f"{equation!r} with shapes {[tuple(x.shape) for x in xs]}")
+            if sizes.get(c, 1) in (1, -1):
+                sizes[c] = n
+    dt = result_type(*xs)
+    return tuple(sizes[c] for c in out), dt, dt
+
+
+def _einsum_kernel(xp, *xs, equation):
+    specs, out = parse_equation(equation, [x.ndim for x in xs])
+    return xp.einsum(",".join(specs) + "->" + out, *xs)
+
+
+def _einsum_grad(g, out, *xs, equation, input_index):
+    specs, out_spec = parse_equation(equation, [x.ndim for x in xs])
+    target = specs[input_index]
+    if len(set(target)) != len(target):
+        raise ValueError(f"einsum: gradient of an operand with a repeated label ({target!r} in "
+                         f"{equation!r}) is not supported")
+    others = [i for i in range(len(xs)) if i != input_index]
+    available = set(out_spec).union(*(set(specs[i]) for i in others))
+    kept = "".join(c for c in target if c in available)
+    eq = ",".join([out_spec] + [specs[i] for i in others]) + "->" + kept
+    grad = apply(einsum, g, *(xs[i] for i in others), equation=eq)
+    if kept != target:  # labels summed only within this operand: broadcast back over them
+        from .shape_ops import broadcast_to
+        shape = tuple(xs[input_index].shape[target.index(c)] if c in kept else 1 for c in target)
+        grad = apply(reshape, grad, shape=shape)
+        grad = apply(broadcast_to, grad, shape=tuple(xs[input_index].shape))
+    return grad
+
+
+einsum = register("einsum", infer=_einsum_infer, kernel=_einsum_kernel, variadic=True,
+                  save=slice(0, None), vjp=(_einsum_grad,))
+
+__all__ = ["matmul", "einsum", "parse_equation"]

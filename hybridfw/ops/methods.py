@@ -1,0 +1,411 @@
+"""Operators and math/shape methods shared by every tensor-like (eager Tensor, static Variable).
+
+Defined once here, on top of the registry: ``x + y`` is ``apply(add, x, y)`` whichever
+interpreter is active, so modules and functional code run unchanged on static Variables.
+"""
+from __future__ import annotations
+
+from ..dtypes import as_dtype, bool_, float16, float32, float64, int32, int64
+from . import composite as C
+from . import elementwise as E
+from . import indexing as I
+from . import linalg as L
+from . import reduction as R
+from .registry import TensorLike, _get_current, apply, apply_inplace
+
+__all__ = ["TensorMethods"]
+
+_add, _sub, _mul, _div = E.add, E.sub, E.mul, E.div
+_NO_ATTRS: dict = {}  # shared, never mutated: the hottest operators skip apply()'s packing
+
+
+class TensorMethods(TensorLike):
+    """Mixin: subclasses provide ``shape``, ``dtype``, ``ndim`` and ``_to_tensor(value)``."""
+
+    __slots__ = ()
+    __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our operators
+    __array_ufunc__ = None
+    __hash__ = object.__hash__  # __eq__ is elementwise; identity hashing keeps dict/set use
+
+    # ---- arithmetic -------------------------------------------------------------------------
+    def __add__(self, other):
+        return _get_current().apply(_add, (self, other), _NO_ATTRS)
+
+    def __radd__(self, other):
+        return _get_current().apply(_add, (other, self), _NO_ATTRS)
+
+    def __sub__(self, other):
+        return _get_current().apply(_sub, (self, other), _NO_ATTRS)
+
+    def __rsub__(self, other):
+        return _get_current().apply(_sub, (other, self), _NO_ATTRS)
+
+    def __mul__(self, other):
+        return _get_current().apply(_mul, (self, other), _NO_ATTRS)
+
+    def __rmul__(self, other):
+        return _get_current().apply(_mul, (other, self), _NO_ATTRS)
+
+    def __truediv__(self, other):
+        return _get_current().apply(_div, (self, other), _NO_ATTRS)
+
+    def __rtruediv__(self, other):
+        return _get_current().apply(_div, (other, self), _NO_ATTRS)
+
+    def __floordiv__(self, other):
+        return apply(E.floor_divide, self, other)
+
+    def __rfloordiv__(self, other):
+        return apply(E.floor_divide, other, self)
+
+    def __mod__(self, other):
+        return apply(E.remainder, self, other)
+
+    def __rmod__(self, other):
+        return apply(E.remainder, other, self)
+
+    def __pow__(self, other):
+        return apply(E.pow_, self, other)
+
+    def __rpow__(self, other):
+        return apply(E.pow_, other, self)
+
+    def __matmul__(self, other):
+        return apply(L.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return apply(L.matmul, other, self)
+
+    def __neg__(self):
+        return apply(E.neg, self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return apply(E.abs_, self)
+
+    def __invert__(self):
+        return apply(E.bitwise_not, self)
+
+    def __and__(self, other):
+        return apply(E.bitwise_and, self, other)
+
+    def __rand__(self, other):
+        return apply(E.bitwise_and, other, self)
+
+    def __or__(self, other):
+        return apply(E.bitwise_or, self, other)
+
+    def __ror__(self, other):
+        return apply(E.bitwise_or, other, self)
+
+    def __xor__(self, other):
+        return apply(E.bitwise_xor, self, other)
+
+    def __rxor__(self, other):
+        return apply(E.bitwise_xor, other, self)
+
+    # ---- comparisons ------------------------------------------------------------------------
+    def __eq__(self, other):
+        return apply(E.eq, self, other)
+
+    def __ne__(self, other):
+        return apply(E.ne, self, other)
+
+    def __lt__(self, other):
+        return apply(E.lt, self, other)
+
+    def __le__(self, other):
+        return apply(E.le, self, other)
+
+    def __gt__(self, other):
+        return apply(E.gt, self, other)
+
+    def __ge__(self, other):
+        return apply(E.ge, self, other)
+
+    # ---- indexing ---------------------------------------------------------------------------
+    def __getitem__(self, index):
+        spec, tensors = I.parse_index(index, self._to_tensor)
+        return apply(I.getitem, self, *tensors, spec=spec)
+
+    def __setitem__(self, index, value):
+        spec, tensors = I.parse_index(index, self._to_tensor)
+        if not isinstance(value, (TensorLike, int, float, bool)):
+            value = self._to_tensor(value)
+        apply_inplace(I.index_put, self, self, value, *tensors, spec=spec)
+
+    # ---- math -------------------------------------------------------------------------------
+    def add(self, other, *, alpha=1):
+        return apply(_add, self, other if alpha == 1 else other * alpha)
+
+    def sub(self, other, *, alpha=1):
+        return apply(_sub, self, other if alpha == 1 else other * alpha)
+
+    def mul(self, other):
+        return apply(_mul, self, other)
+
+    def div(self, other):
+        return apply(_div, self, other)
+
+    def pow(self, exponent):
+        return apply(E.pow_, self, exponent)
+
+    def abs(self):
+        return apply(E.abs_, self)
+
+    def neg(self):
+        return apply(E.neg, self)
+
+    def exp(self):
+        return apply(E.exp, self)
+
+    def log(self):
+        return apply(E.log, self)
+
+    def log1p(self):
+        return apply(E.log1p, self)
+
+    def sqrt(self):
+        return apply(E.sqrt, self)
+
+    def rsqrt(self):
+        return apply(E.rsqrt, self)
+
+    def sin(self):
+        return apply(E.sin, self)
+
+    def cos(self):
+        return apply(E.cos, self)
+
+    def tanh(self):
+        return apply(E.tanh, self)
+
+    def sigmoid(self):
+        return apply(E.sigmoid, self)
+
+    def relu(self):
+        return apply(E.relu, self)
+
+    def sign(self):
+        return apply(E.sign, self)
+
+    def floor(self):
+        return apply(E.floor, self)
+
+    def ceil(self):
+        return apply(E.ceil, self)
+
+    def round(self):
+        return apply(E.round_, self)
+
+    def square(self):
+        return apply(_mul, self, self)
+
+    def reciprocal(self):
+        return apply(_div, 1.0, self)
+
+    def isnan(self):
+        return apply(E.isnan, self)
+
+    def isinf(self):
+        return apply(E.isinf, self)
+
+    def isfinite(self):
+        return apply(E.isfinite, self)
+
+    def logical_not(self):
+        return apply(E.bitwise_not, self if self.dtype is bool_ else self != 0)
+
+    def clamp(self, min=None, max=None):  # noqa: A002
+        return C.clamp(self, min, max)
+
+    clip = clamp
+
+    def maximum(self, other):
+        return apply(E.maximum, self, other)
+
+    def minimum(self, other):
+        return apply(E.minimum, self, other)
+
+    def where(self, condition, other):
+        return apply(E.where, condition, self, other)
+
+    def matmul(self, other):
+        return apply(L.matmul, self, other)
+
+    def masked_fill(self, mask, value):
+        return C.masked_fill(self, mask, value)
+
+    # ---- reductions -------------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return C.sum(self, dim, keepdim, dtype=dtype)
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        return C.mean(self, dim, keepdim, dtype=dtype)
+
+    def prod(self, dim=None, keepdim=False):
+        return C.prod(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        return C.max(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return C.min(self, dim, keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        return apply(R.amax, self, dim=C._dims_attr(dim), keepdim=keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return apply(R.amin, self, dim=C._dims_attr(dim), keepdim=keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        return C.argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return C.argmin(self, dim, keepdim)
+
+    def var(self, dim=None, *, correction=1, keepdim=False, unbiased=None):
+        return C.var(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+
+    def std(self, dim=None, *, correction=1, keepdim=False, unbiased=None):
+        return C.std(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+
+    def logsumexp(self, dim, keepdim=False):
+        return C.logsumexp(self, dim, keepdim)
+
+    def cumsum(self, dim):
+        return C.cumsum(self, dim)
+
+    def all(self):
+        return (self != 0).sum() == self.numel()
+
+    def any(self):
+        return (self != 0).sum() > 0
+
+    # ---- shape ------------------------------------------------------------------------------
+    def reshape(self, *shape):
+        return C.reshape(self, *shape)
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return C.flatten(self, start_dim, end_dim)
+
+    def squeeze(self, dim=None):
+        return C.squeeze(self, dim)
+
+    def unsqueeze(self, dim):
+        return C.unsqueeze(self, dim)
+
+    def transpose(self, dim0, dim1):
+        return C.transpose(self, dim0, dim1)
+
+    def permute(self, *dims):
+        return C.permute(self, *dims)
+
+    def expand(self, *sizes):
+        return C.expand(self, *sizes)
+
+    def expand_as(self, other):
+        return C.expand(self, tuple(other.shape))
+
+    def broadcast_to(self, shape):
+        return C.broadcast_to(self, shape)
+
+    def view_as(self, other):
+        return C.reshape(self, tuple(other.shape))
+
+    def reshape_as(self, other):
+        return C.reshape(self, tuple(other.shape))
+
+    def split(self, split_size_or_sections, dim=0):
+        return C.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        return C.chunk(self, chunks, dim)
+
+    def narrow(self, dim, start, length):
+        return C.narrow(self, dim, start, length)
+
+    def gather(self, dim, index):
+        return C.gather(self, dim, index)
+
+    def index_select(self, dim, index):
+        return C.index_select(self, dim, index)
+
+    @property
+    def T(self):  # noqa: N802 - PyTorch's name
+        return C.permute(self, *reversed(range(self.ndim)))
+
+    @property
+    def mT(self):  # noqa: N802
+        return C.transpose(self, -2, -1)
+
+    def size(self, dim=None):
+        return tuple(self.shape) if dim is None else self.shape[dim]
+
+    def dim(self):
+        return self.ndim
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    # ---- dtype conversion -------------------------------------------------------------------
+    def astype(self, dtype):
+        dt = as_dtype(dtype)
+        return self if dt is self.dtype else apply(E.cast, self, dtype=dt)
+
+    type = astype
+
+    def float(self):
+        return self.astype(float32)
+
+    def double(self):
+        return self.astype(float64)
+
+    def half(self):
+        return self.astype(float16)
+
+    def int(self):
+        return self.astype(int32)
+
+    def long(self):
+        return self.astype(int64)
+
+    def bool(self):
+        return self.astype(bool_)
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    # ---- in-place (optimizers, init): they bump the storage version ---------------------------
+    def add_(self, other, *, alpha=1):
+        return apply_inplace(_add, self, self, other if alpha == 1 else other * alpha)
+
+    def sub_(self, other, *, alpha=1):
+        return apply_inplace(_sub, self, self, other if alpha == 1 else other * alpha)
+
+    def mul_(self, other):
+        return apply_inplace(_mul, self, self, other)
+
+    def div_(self, other):
+        return apply_inplace(_div, self, self, other)
+
+    def clamp_(self, min=None, max=None):  # noqa: A002
+        return apply_inplace(E.clamp, self, self, min=min, max=max)
+
+    def copy_(self, src):
+        if isinstance(src, TensorLike) and src.dtype is not self.dtype:
+            src = src.astype(self.dtype)
+        return apply_inplace(I.index_put, self, self, src, spec=(("ellipsis",),))
+
+    def fill_(self, value):
+        return apply_inplace(I.index_put, self, self, value, spec=(("ellipsis",),))
+
+    def zero_(self):
+        return self.fill_(0)

@@ -1,0 +1,173 @@
+"""Reduction primitives: sum, amax/amin, argmax/argmin, prod, cumsum.
+
+``dim`` is None (all dims), an int, or a tuple; the public wrappers pass it on as given and
+``infer`` validates it. Integer and bool sums accumulate in int64, as in PyTorch.
+"""
+from __future__ import annotations
+
+from ..dtypes import int64
+from . import shape_ops
+from .elementwise import eq
+from .infer import normalize_dim, normalize_dims
+from .registry import apply, register
+
+
+def _reduced_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def _axis(dim, ndim):
+    """numpy's axis argument for a normalized dim tuple (None means all)."""
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        return dim
+    return tuple(dim)
+
+
+def expand_reduced(g, shape, dim, keepdim):
+    """Broadcast a reduction's gradient (or output) back to the input's ``shape``."""
+    if not keepdim:
+        dims = normalize_dims("expand_reduced", dim, len(shape))
+        g = apply(shape_ops.reshape, g, shape=_reduced_shape(shape, dims, True))
+    return apply(shape_ops.broadcast_to, g, shape=tuple(shape))
+
+
+def _sum_infer(a, *, dim=None, keepdim=False):
+    dims = normalize_dims("sum", dim, a.ndim)
+    dt = a.dtype if a.dtype.is_floating_point else int64
+    return _reduced_shape(a.shape, dims, keepdim), dt, None
+
+
+def _sum_kernel(xp, a, *, dim=None, keepdim=False):
+    dt = None if a.dtype.kind == "f" else "int64"
+    return xp.sum(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt)
+
+
+sum_ = register("sum", infer=_sum_infer, kernel=_sum_kernel,
+                vjp=(lambda g, out, a, *, dim=None, keepdim=False:
+                     expand_reduced(g, a.shape, dim, keepdim),))
+
+
+def _minmax_infer(name):
+    def infer(a, *, dim=None, keepdim=False):
+        dims = normalize_dims(name, dim, a.ndim)
+        for d in dims:
+            if a.shape[d] == 0:
+                raise ValueError(f"{name}: cannot reduce over dim {d} of size 0 "
+                                 f"(shape {a.shape})")
+        return _reduced_shape(a.shape, dims, keepdim), a.dtype, None
+    return infer
+
+
+def _extreme_grad(g, out, a, *, dim=None, keepdim=False):
+    # Ties share the gradient evenly (PyTorch's amax/amin and full max()/min()).
+    mask = apply(eq, a, expand_reduced(out, a.shape, dim, keepdim))
+    count = apply(sum_, mask, dim=dim, keepdim=True)
+    return expand_reduced(g, a.shape, dim, keepdim) * mask / count
+
+
+amax = register("amax", infer=_minmax_infer("amax"),
+                kernel=lambda xp, a, *, dim=None, keepdim=False:
+                xp.amax(a, axis=_axis(dim, a.ndim), keepdims=keepdim),
+                save=(0,), save_output=True, vjp=(_extreme_grad,))
+amin = register("amin", infer=_minmax_infer("amin"),
+                kernel=lambda xp, a, *, dim=None, keepdim=False:
+                xp.amin(a, axis=_axis(dim, a.ndim), keepdims=keepdim),
+                save=(0,), save_output=True, vjp=(_extreme_grad,))
+
+
+def _arg_infer(name):
+    def infer(a, *, dim=None, keepdim=False):
+        if dim is None:
+            if a.ndim and 0 in a.shape:
+                raise ValueError(f"{name}: cannot reduce an empty tensor of shape {a.shape}")
+            return ((1,) * a.ndim if keepdim else ()), int64, None
+        d = normalize_dim(name, dim, a.ndim)
+        if a.ndim and a.shape[d] == 0:
+            raise ValueError(f"{name}: cannot reduce over dim {d} of size 0 (shape {a.shape})")
+        return _reduced_shape(a.shape, (d,) if a.ndim else (), keepdim), int64, None
+    return infer
+
+
+def _arg_kernel(fname):
+    def kernel(xp, a, *, dim=None, keepdim=False):
+        if dim is None:
+            r = getattr(xp, fname)(a.reshape(-1))
+            return r.reshape((1,) * a.ndim) if keepdim else r
+        if a.ndim == 0:
+            return xp.zeros((), dtype="int64")
+        return getattr(xp, fname)(a, axis=dim, keepdims=keepdim).astype("int64", copy=False)
+    return kernel
+
+
+argmax = register("argmax", infer=_arg_infer("argmax"), kernel=_arg_kernel("argmax"))
+argmin = register("argmin", infer=_arg_infer("argmin"), kernel=_arg_kernel("argmin"))
+
+
+def _prod_infer(a, *, dim=None, keepdim=False):
+    shape, dt, _ = _sum_infer(a, dim=dim, keepdim=keepdim)
+    return shape, dt, None
+
+
+def _prod_kernel(xp, a, *, dim=None, keepdim=False):
+    dt = None if a.dtype.kind == "f" else "int64"
+    return xp.prod(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt)
+
+
+def _exclusive_prod_infer(a, *, dim=None):
+    return a.shape, a.dtype, None
+
+
+def _exclusive_prod_kernel(xp, a, *, dim=None):
+    """For each element, the product of the others in its reduction group (zeros handled)."""
+    dims = normalize_dims("prod", dim, a.ndim)
+    rest = [i for i in range(a.ndim) if i not in dims]
+    moved = xp.transpose(a, rest + list(dims))
+    lead = moved.shape[:len(rest)]
+    flat = moved.reshape(lead + (-1,))
+    ones = xp.ones(lead + (1,), dtype=a.dtype)
+    left = xp.concatenate([ones, xp.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+    right = xp.cumprod(flat[..., ::-1][..., :-1], axis=-1)[..., ::-1]
+    right = xp.concatenate([right, ones], axis=-1)
+    result = (left * right).reshape(moved.shape)
+    inverse = [0] * a.ndim
+    for pos, axis in enumerate(rest + list(dims)):
+        inverse[axis] = pos
+    return xp.ascontiguousarray(xp.transpose(result, inverse))
+
+
+# The product of the other elements: its own derivative is not provided (prod supports first
+# order gradients; double backward through prod raises a clear error).
+exclusive_prod = register("exclusive_prod", infer=_exclusive_prod_infer,
+                          kernel=_exclusive_prod_kernel)
+
+prod = register("prod", infer=_prod_infer, kernel=_prod_kernel, save=(0,),
+                vjp=(lambda g, out, a, *, dim=None, keepdim=False:
+                     expand_reduced(g, a.shape, dim, keepdim) * apply(exclusive_prod, a, dim=dim),))
+
+
+def _cumsum_infer(a, *, dim):
+    normalize_dim("cumsum", dim, a.ndim)
+    dt = a.dtype if a.dtype.is_floating_point else int64
+    return a.shape, dt, None
+
+
+def _cumsum_kernel(xp, a, *, dim):
+    dt = None if a.dtype.kind == "f" else "int64"
+    if a.ndim == 0:
+        return a.astype(dt or a.dtype)
+    return xp.cumsum(a, axis=dim, dtype=dt)
+
+
+def _cumsum_grad(g, out, a, *, dim):
+    # reverse cumulative sum: total - prefix + self
+    return apply(sum_, g, dim=dim, keepdim=True) - apply(cumsum, g, dim=dim) + g
+
+
+cumsum = register("cumsum", infer=_cumsum_infer, kernel=_cumsum_kernel, vjp=(_cumsum_grad,))
+
+__all__ = ["sum_", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "expand_reduced",
+           "exclusive_prod"]

@@ -1,0 +1,155 @@
+"""Shape primitives: reshape, permute, broadcast_to (views), concat, to_device.
+
+squeeze/unsqueeze/flatten/view/transpose/stack/split/chunk are compositions of these (see
+``composite``), so they need no gradient rules of their own.
+"""
+from __future__ import annotations
+
+from ..backend import device as as_device
+from ..backend import to_device_array
+from .infer import broadcast_shapes, normalize_dim, numel
+from .registry import apply, register
+
+
+def resolve_shape(op: str, shape, new_shape) -> tuple:
+    """Validate a reshape target and fill in one -1 (PyTorch's rules)."""
+    new_shape = tuple(new_shape)
+    for s in new_shape:
+        if not isinstance(s, int) or isinstance(s, bool) or s < -1:
+            raise ValueError(f"{op}: invalid target shape {new_shape} (sizes must be ints >= -1)")
+    if new_shape.count(-1) > 1:
+        raise ValueError(f"{op}: only one dimension can be inferred (-1) in {new_shape}")
+    if -1 in shape:  # unknown input size (static): keep what is known
+        return new_shape
+    total = numel(shape)
+    known = numel(s for s in new_shape if s != -1)
+    if -1 in new_shape:
+        if known == 0 or total % known:
+            raise ValueError(f"{op}: shape {new_shape} is invalid for input of shape "
+                             f"{tuple(shape)} ({total} elements)")
+        return tuple(total // known if s == -1 else s for s in new_shape)
+    if known != total:
+        raise ValueError(f"{op}: shape {new_shape} is invalid for input of shape {tuple(shape)} "
+                         f"({total} elements vs {known})")
+    return new_shape
+
+
+def _reshape_infer(a, *, shape):
+    return resolve_shape("reshape", a.shape, shape), a.dtype, None
+
+
+reshape = register("reshape", infer=_reshape_infer, view=True,
+                   kernel=lambda xp, a, *, shape: a.reshape(shape),
+                   vjp=(lambda g, out, a, *, shape: apply(reshape, g, shape=a.shape),))
+
+
+def _permute_infer(a, *, dims):
+    dims = tuple(dims)
+    norm = tuple(normalize_dim("permute", d, a.ndim) for d in dims)
+    if sorted(norm) != list(range(a.ndim)):
+        raise ValueError(f"permute: dims {dims} are not a permutation of the {a.ndim} dims of "
+                         f"a tensor of shape {a.shape}")
+    return tuple(a.shape[d] for d in norm), a.dtype, None
+
+
+def _inverse_permutation(dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d % len(dims)] = i
+    return tuple(inv)
+
+
+permute = register("permute", infer=_permute_infer, view=True,
+                   kernel=lambda xp, a, *, dims: xp.transpose(a, dims),
+                   vjp=(lambda g, out, a, *, dims:
+                        apply(permute, g, dims=_inverse_permutation(dims)),))
+
+
+def _broadcast_to_infer(a, *, shape):
+    shape = tuple(shape)
+    if len(shape) < a.ndim:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to fewer dims {shape}")
+    lead = len(shape) - a.ndim
+    out = list(shape[:lead])
+    for s, t in zip(a.shape, shape[lead:]):
+        if t == -1:  # PyTorch's expand: -1 keeps the size
+            out.append(s)
+        elif s == t or s == 1 or s == -1:
+            out.append(t)
+        else:
+            raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to {shape}")
+    return tuple(out), a.dtype, None
+
+
+def sum_to(g, shape):
+    """Sum a broadcast gradient down to ``shape`` (the one generic broadcast reduction)."""
+    from .reduction import sum_  # reduction imports this module; call-time import breaks the cycle
+    shape = tuple(shape)
+    gshape = g.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and gshape[lead + i] != 1)
+    if dims:
+        g = apply(sum_, g, dim=dims, keepdim=True)
+    if g.shape != shape:
+        g = apply(reshape, g, shape=shape)
+    return g
+
+
+broadcast_to = register("broadcast_to", infer=_broadcast_to_infer, view=True,
+                        kernel=lambda xp, a, *, shape:
+                        xp.broadcast_to(a, _broadcast_to_infer(a, shape=shape)[0]),
+                        vjp=(lambda g, out, a, *, shape: sum_to(g, a.shape),))
+
+
+def _concat_infer(*xs, dim):
+    if not xs:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    first = xs[0]
+    d = normalize_dim("cat", dim, first.ndim)
+    size = 0
+    dt = first.dtype
+    from ..dtypes import promote_types
+    for x in xs:
+        if x.ndim != first.ndim:
+            raise ValueError(f"cat: tensors must have the same number of dims, got shapes "
+                             f"{[tuple(t.shape) for t in xs]}")
+        for i, (s, t) in enumerate(zip(x.shape, first.shape)):
+            if i != d and s != t and s != -1 and t != -1:
+                raise ValueError(f"cat: sizes must match except in dim {d}, got shapes "
+                                 f"{[tuple(t.shape) for t in xs]}")
+        size = -1 if (size == -1 or x.shape[d] == -1) else size + x.shape[d]
+        dt = promote_types(dt, x.dtype)
+    return first.shape[:d] + (size,) + first.shape[d + 1:], dt, dt
+
+
+def _concat_grad(g, out, *xs, dim, input_index):
+    from .indexing import narrow
+    d = dim % xs[0].ndim
+    start = sum(x.shape[d] for x in xs[:input_index])
+    return narrow(g, d, start, xs[input_index].shape[d])
+
+
+concat = register("concat", infer=_concat_infer, variadic=True,
+                  kernel=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim),
+                  vjp=(_concat_grad,))
+
+
+def _to_device_infer(a, *, device, source):
+    as_device(device)
+    return a.shape, a.dtype, None
+
+
+def _to_device_kernel(xp, a, *, device, source):
+    out = to_device_array(a, as_device(device))
+    return out.copy() if out is a else out
+
+
+to_device = register("to_device", infer=_to_device_infer, kernel=_to_device_kernel,
+                     vjp=(lambda g, out, a, *, device, source:
+                          apply(to_device, g, device=source, source=device),))
+
+__all__ = ["reshape", "permute", "broadcast_to", "concat", "to_device", "sum_to",
+           "resolve_shape", "broadcast_shapes"]
