@@ -34,6 +34,20 @@ dtype = DType
 
 __version__ = "0.1.0"
 
+# Subpackages above the foundation load on first use (``hf.nn``, ``hf.optim``, ...), which keeps
+# ``import hybridfw`` fast and the floors of the architecture free of import cycles.
+_LAZY_MODULES = {"nn", "optim", "data", "static", "jit", "converter", "onnx", "distributed"}
+_LAZY_NAMES = {"save": "serialization", "load": "serialization"}
+
+
+def __getattr__(name: str):
+    import importlib
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module 'hybridfw' has no attribute {name!r}")
+
 __all__ = ["Tensor", "tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
            "randint", "rand_like", "randn_like", "manual_seed", "float16", "float32", "float64",
