@@ -208,8 +208,12 @@ class Tensor(TensorMethods):
                                                                else f"cuda:{device}"))
 
     # ---- autograd ---------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, *,
+                 grad=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``grad=`` aliases
+        ``gradient``)."""
+        if grad is not None:
+            gradient = grad
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
                  create_graph=create_graph)
 

@@ -76,6 +76,19 @@ class TensorMethods(TensorLike):
     def __rmatmul__(self, other):
         return apply(L.matmul, other, self)
 
+    # Augmented assignment is in place, as in PyTorch (``w -= lr * w.grad`` updates w itself).
+    def __iadd__(self, other):
+        return apply_inplace(_add, self, self, other)
+
+    def __isub__(self, other):
+        return apply_inplace(_sub, self, self, other)
+
+    def __imul__(self, other):
+        return apply_inplace(_mul, self, self, other)
+
+    def __itruediv__(self, other):
+        return apply_inplace(_div, self, self, other)
+
     def __neg__(self):
         return apply(E.neg, self)
 
