@@ -11,10 +11,13 @@ from .registry import TensorLike, apply, register
 
 # --------------------------------------------------------------------------- inference
 def _cast_needed(dt, a, b):
-    """``dt`` if some tensor operand must be cast to it before the kernel, else None."""
-    if (isinstance(a, TensorLike) and a.dtype is not dt) or \
-            (isinstance(b, TensorLike) and b.dtype is not dt):
-        return dt
+    """``dt`` if some tensor operand must be cast to it before the kernel, else None.
+
+    Bool operands never need it: numpy promotes bool with any type to that type, as PyTorch
+    does (``grad * (x > 0)`` multiplies by the mask without materialising a float copy)."""
+    for x in (a, b):
+        if isinstance(x, TensorLike) and x.dtype is not dt and x.dtype is not bool_:
+            return dt
     return None
 
 
