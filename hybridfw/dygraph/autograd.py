@@ -253,7 +253,8 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         GradMode.enabled = prev_mode
     if capture is not None:
         return [buffers.get(id(t._node) if t._node is not None else id(t)) for t in capture]
-    _accumulate_leaves(leaves, buffers, root_grads, create_graph)
+    with set_grad_enabled(create_graph):
+        _accumulate_leaves(leaves, buffers, root_grads, create_graph)
     return None
 
 
@@ -268,10 +269,11 @@ def _accumulate_leaves(leaves, buffers, root_grads, create_graph):
         if g is None:
             continue
         if leaf.grad is None:
-            sid = id(g._storage)
+            shared = id(g._storage) in taken or g._data.base is not None or \
+                not g._data.flags.c_contiguous
             if create_graph:
-                leaf.grad = g
-            elif sid in taken or g._data.base is not None or not g._data.flags.c_contiguous:
+                leaf.grad = g.clone() if shared else g  # clone() stays differentiable here
+            elif shared:
                 leaf.grad = g.detach().clone()
             else:
                 leaf.grad = g.detach() if g._node is not None else g

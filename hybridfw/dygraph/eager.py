@@ -115,8 +115,11 @@ class EagerInterpreter:
         t._data = out
         t.shape = out.shape
         t.dtype = dtype
+        t._base = None
         if op.view and arrays and root_array(out) is root_array(arrays[0]):
-            t._storage = args[0]._storage
+            base = args[0]
+            t._storage = base._storage
+            t._base = base if base._base is None else base._base
         elif out.base is None:
             t._storage = Storage(out.nbytes, dev)
         else:
@@ -144,6 +147,11 @@ class EagerInterpreter:
         if recording and target._node is None and target._rg:
             raise RuntimeError(f"{op.name}: a leaf tensor that requires grad is being used in an "
                                "in-place operation; wrap it in hf.no_grad() or clone() it first")
+        if recording and target._base is not None:
+            raise RuntimeError(f"{op.name}: in-place write into a view (a slice, reshape or "
+                               "transpose of another tensor) while recording gradients is not "
+                               "supported: the base tensor's graph would not see it; write into "
+                               "the base tensor directly (base[index] = value) or clone() the view")
         shape, dtype, _ = op.infer(*args, **attrs)
         if tuple(shape) != target.shape:
             raise ValueError(f"{op.name}: in-place output of shape {target.shape} does not match "
@@ -161,7 +169,17 @@ class EagerInterpreter:
                 arrays.append(a._data)
             else:
                 arrays.append(a)
-        node = _make_node(op, args, attrs) if recording else None
+        node = None
+        if recording:
+            node_args = args
+            if 0 in _save_set(op, len(args)):
+                # The rule needs the value before this write: keep a copy (with the old graph),
+                # never the target itself (that would be overwritten, and a reference cycle).
+                old = Tensor._from_saved(target._data.copy(), None, target._node)
+                old._storage = Storage(old._data.nbytes, dev)
+                old._rg = target._rg
+                node_args = (old,) + tuple(args[1:])
+            node = _make_node(op, node_args, attrs)
         if not target._data.flags.writeable:
             raise RuntimeError(f"{op.name}: cannot write in place into this tensor: it is a "
                                "broadcast (expand) view whose elements share memory; clone() it")

@@ -36,7 +36,10 @@ class Tensor(TensorMethods):
 
     # shape and dtype are plain slots (set when the tensor is made; in-place ops never change
     # them) because every op reads them on the hot path.
-    __slots__ = ("_data", "_storage", "_node", "_rg", "grad", "shape", "dtype", "__weakref__")
+    # _base: the tensor this one is a view of (None otherwise); in-place writes into a view
+    # while recording autograd are refused, since the base's graph would not see them.
+    __slots__ = ("_data", "_storage", "_node", "_rg", "grad", "shape", "dtype", "_base",
+                 "__weakref__")
 
     def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
         if data is None:
@@ -49,6 +52,7 @@ class Tensor(TensorMethods):
         self._node = None
         self._rg = False
         self.grad = None
+        self._base = None
         if requires_grad:
             self.requires_grad = True
 
@@ -62,6 +66,7 @@ class Tensor(TensorMethods):
         t._node = node
         t._rg = node is not None
         t.grad = None
+        t._base = None
         return t
 
     def _to_tensor(self, value):
@@ -162,6 +167,7 @@ class Tensor(TensorMethods):
         t._node = None
         t._rg = False
         t.grad = None
+        t._base = None
         return t
 
     def detach_(self) -> "Tensor":
@@ -302,6 +308,7 @@ def wrap_array(arr, dev=None) -> Tensor:
     t._node = None
     t._rg = False
     t.grad = None
+    t._base = None
     return t
 
 
@@ -343,6 +350,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     else:
         if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
             data = _nested_to_numpy(data)
+        if isinstance(data, np.generic):
+            data = np.asarray(data)
         if isinstance(data, np.ndarray) or (hasattr(data, "__cuda_array_interface__")):
             arr = data
             dt = as_dtype(dtype) if dtype is not None else dtype_of_array(arr)

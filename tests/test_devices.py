@@ -1,0 +1,148 @@
+"""Devices: parsing, availability, the default device, and (on a GPU machine) CUDA tensors."""
+import importlib.util
+
+import numpy as np
+import pytest
+
+import hybridfw as hf
+
+needs_gpu = pytest.mark.skipif(not hf.cuda.is_available(), reason="needs cupy and a CUDA GPU")
+
+
+# =============================================================================== parsing
+def test_device_cpu():
+    d = hf.device("cpu")
+    assert isinstance(d, hf.Device)
+    assert d.type == "cpu"
+    assert str(d) == "cpu"
+    assert d == "cpu"
+    assert d == hf.device("cpu")
+    assert hash(d) == hash(hf.device("cpu"))
+
+
+def test_device_cuda_parsing_needs_no_gpu():
+    d = hf.device("cuda")
+    assert d.type == "cuda"
+    assert d.index in (None, 0)
+    d1 = hf.device("cuda:1")
+    assert d1.type == "cuda" and d1.index == 1
+    assert str(d1) == "cuda:1"
+    assert hf.device("cuda:0").index == 0
+    assert d1 == hf.device("cuda:1")
+    assert d1 != hf.device("cuda:0")
+    assert d1 != hf.device("cpu")
+    assert hf.device("cuda:0") == "cuda:0"
+    assert len({hf.device("cuda:1"), hf.device("cuda:1"), hf.device("cpu")}) == 2
+
+
+def test_device_accepts_a_device():
+    d = hf.device("cuda:2")
+    assert hf.device(d) == d
+    assert hf.device(hf.device("cpu")).type == "cpu"
+
+
+def test_tensor_device_attribute():
+    x = hf.ones(2)
+    assert x.device == hf.device("cpu")
+    assert isinstance(x.device, hf.Device)
+    assert hf.zeros(2, device="cpu").device == "cpu"
+    assert hf.tensor([1.0], device=hf.device("cpu")).device.type == "cpu"
+    assert (x + 1).device == "cpu"
+    assert hf.zeros_like(x).device == "cpu"
+
+
+# =============================================================================== availability
+def test_cuda_is_available_is_bool():
+    assert isinstance(hf.cuda.is_available(), bool)
+    assert hf.cuda.is_available() is hf.cuda.is_available()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed")
+def test_cuda_unavailable_without_cupy():
+    assert hf.cuda.is_available() is False
+    assert hf.cuda.device_count() == 0
+
+
+# =============================================================================== default device
+def test_set_default_device_cpu():
+    try:
+        hf.set_default_device("cpu")
+        assert hf.zeros(3).device == "cpu"
+        assert hf.tensor([1, 2]).device == "cpu"
+        assert hf.arange(3).device == "cpu"
+        assert hf.randn(2).device == "cpu"
+        hf.set_default_device(hf.device("cpu"))
+        assert hf.ones(1).device == "cpu"
+    finally:
+        hf.set_default_device("cpu")
+
+
+@pytest.mark.skipif(hf.cuda.is_available(), reason="a GPU is available")
+def test_default_cuda_without_gpu_fails_on_allocation():
+    try:
+        hf.set_default_device("cuda")
+        with pytest.raises(RuntimeError, match="CUDA"):
+            hf.zeros(2)
+        assert hf.zeros(2, device="cpu").device == "cpu"
+    finally:
+        hf.set_default_device("cpu")
+    assert hf.zeros(2).device == "cpu"
+
+
+# =============================================================================== GPU
+@pytest.mark.gpu
+@needs_gpu
+def test_cuda_tensors_ops_backward_and_memory():
+    cuda = hf.device("cuda")
+    hf.manual_seed(0)
+    a_np = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
+    w_np = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
+
+    def run(device):
+        a = hf.tensor(a_np).to(device)
+        w = hf.tensor(w_np, device=device).requires_grad_()
+        y = ((a @ w).tanh() * 2 + a.sum(dim=1, keepdim=True)).sigmoid()
+        loss = (y * y).mean() + w.exp().sum() * 0.01
+        loss.backward()
+        return loss, y, w
+
+    loss_c, y_c, w_c = run("cpu")
+    loss_g, y_g, w_g = run("cuda")
+    assert y_g.device == cuda and w_g.grad.device == cuda
+    assert y_g.device.type == "cuda"
+    np.testing.assert_allclose(y_g.detach().cpu().numpy(), y_c.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loss_g.item(), loss_c.item(), rtol=1e-5)
+    np.testing.assert_allclose(w_g.grad.cpu().numpy(), w_c.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+    # numpy() refuses device memory; cpu() copies back
+    with pytest.raises(TypeError):
+        y_g.detach().numpy()
+    back = y_g.detach().cpu()
+    assert back.device == "cpu"
+
+    # mixing devices is an error
+    with pytest.raises(RuntimeError):
+        hf.ones(2) + hf.ones(2, device="cuda")
+
+    # memory accounting on the GPU
+    base = hf.memory.allocated("cuda")
+    x = hf.zeros(1024, device="cuda")
+    assert hf.memory.allocated("cuda") - base == 4096
+    v = x.reshape(32, 32)
+    assert hf.memory.allocated("cuda") - base == 4096
+    del x, v
+    assert hf.memory.allocated("cuda") == base
+    assert "allocated_bytes" in hf.memory.stats("cuda")
+
+    # round trip keeps the values and the dtype
+    t = hf.tensor([1, 2, 3], dtype="int32").cuda()
+    assert t.dtype is hf.int32 and t.device.type == "cuda"
+    assert t.cpu().tolist() == [1, 2, 3]
+    assert t.tolist() == [1, 2, 3]
+
+    # gradients flow across a device transfer
+    p = hf.tensor([1.0, 2.0], requires_grad=True)
+    (p.to("cuda") * 3).sum().backward()
+    assert p.grad.device == "cpu"
+    assert p.grad.tolist() == [3.0, 3.0]
