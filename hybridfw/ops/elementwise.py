@@ -5,6 +5,8 @@ scalars mix in without upcasting. Kernels take ``out=`` so in-place methods (``a
 """
 from __future__ import annotations
 
+import math
+
 from ..dtypes import DType, as_dtype, bool_, result_type
 from .infer import broadcast_shapes, check_bool_or_int, float_result, shape_of
 from .registry import TensorLike, apply, register
@@ -108,6 +110,11 @@ def _pow_grad_base(g, out, a, b):
 
 def _pow_grad_exponent(g, out, a, b):
     # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+    if not isinstance(a, TensorLike):  # a Python number as the base: 2.0 ** x
+        if a > 0:
+            return g * out * math.log(a)
+        grad = g * out * (-math.inf if a == 0 else math.nan)
+        return apply(where, b >= 0, 0.0, grad) if a == 0 else grad
     grad = g * out * apply(log, a)
     return apply(where, (a == 0) & (b >= 0), 0.0, grad)
 

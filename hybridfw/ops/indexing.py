@@ -87,8 +87,45 @@ def _slice_len(n, start, stop, step):
     return len(range(*slice(start, stop, step).indices(n)))
 
 
+def _is_bool_index(t) -> bool:
+    dt = t.dtype
+    return dt is bool_ or getattr(dt, "kind", None) == "b"
+
+
+def split_int_selects(spec, tensors):
+    """PyTorch applies integer indices first, as selects, even next to index tensors (numpy
+    instead counts them as advanced indices, which moves the advanced dims elsewhere:
+    ``x[0, :, [1, 2]]`` is (4, 2) in PyTorch, (2, 4) in numpy). Returns ``(selects, rest)``:
+    a basic index with the ints (and full slices where the tensors go), then the index to apply
+    to its result; or None when the spec does not mix ints with index tensors."""
+    kinds = {item[0] for item in spec}
+    if "int" not in kinds or "tensor" not in kinds:
+        return None
+    full = ("slice", None, None, None)
+    it = iter(tensors)
+    first, rest = [], []
+    for item in spec:
+        kind = item[0]
+        if kind == "int":
+            first.append(item)
+        elif kind == "tensor":
+            t = next(it)
+            first.extend([full] * (max(t.ndim, 1) if _is_bool_index(t) else 1))
+            rest.append(item)
+        elif kind == "ellipsis":
+            first.append(item)
+            rest.append(item)
+        else:  # slice (applied by the first step) or None (a real dim of size 1 afterwards)
+            first.append(item)
+            rest.append(full)
+    return tuple(first), tuple(rest)
+
+
 def index_shape(op, shape, spec, tensors):
-    """Result shape of ``x[index]`` (numpy rules for advanced indexing); -1 where unknown."""
+    """Result shape of ``x[index]`` (PyTorch's rules); -1 where unknown until run time."""
+    split = split_int_selects(spec, tensors)
+    if split is not None:
+        return index_shape(op, index_shape(op, shape, split[0], ()), split[1], tensors)
     items = _expand_spec(op, shape, spec, tensors)
     dim = 0
     basic, adv_shapes, adv_positions = [], [], []
@@ -151,6 +188,15 @@ def build_index(spec, arrays):
     return tuple(out)
 
 
+def indexed_target(arr, spec, arrays):
+    """``(view, index)`` such that ``view[index]`` is ``arr[spec]`` with PyTorch's semantics and
+    writes through ``view[index] = ...`` land in ``arr``."""
+    split = split_int_selects(spec, arrays)
+    if split is None:
+        return arr, build_index(spec, arrays), spec
+    return arr[build_index(split[0], ())], build_index(split[1], arrays), split[1]
+
+
 def _has_int_arrays(spec, arrays) -> bool:
     it = iter(arrays)
     return any(item[0] == "tensor" and next(it).dtype.kind != "b" for item in spec)
@@ -162,7 +208,8 @@ def _getitem_infer(a, *index, spec):
 
 
 def _getitem_kernel(xp, a, *index, spec):
-    return a[build_index(spec, index)]  # basic indexing gives a view, advanced a copy
+    view, idx, _ = indexed_target(a, spec, index)
+    return view[idx]  # basic indexing gives a view, advanced a copy
 
 
 def _getitem_grad(g, out, a, *index, spec):
@@ -179,11 +226,11 @@ def _getitem_backward_infer(g, *index, spec, shape):
 
 def _getitem_backward_kernel(xp, g, *index, spec, shape):
     out = xp.zeros(shape, dtype=g.dtype)
-    idx = build_index(spec, index)
-    if _has_int_arrays(spec, index):
-        xp.add.at(out, idx, g)  # repeated indices accumulate
+    view, idx, rest = indexed_target(out, spec, index)
+    if _has_int_arrays(rest, index):
+        xp.add.at(view, idx, g)  # repeated indices accumulate
     else:
-        out[idx] = g
+        view[idx] = g
     return out
 
 
@@ -207,14 +254,14 @@ def _index_put_infer(a, value, *index, spec, accumulate=False):
 def _index_put_kernel(xp, a, value, *index, spec, accumulate=False, out=None):
     if out is None:
         out = a.copy()
-    idx = build_index(spec, index)
+    view, idx, rest = indexed_target(out, spec, index)
     if accumulate:
-        if _has_int_arrays(spec, index):
-            xp.add.at(out, idx, value)
+        if _has_int_arrays(rest, index):
+            xp.add.at(view, idx, value)
         else:
-            out[idx] += value
+            view[idx] += value
     else:
-        out[idx] = value
+        view[idx] = value
     return out
 
 

@@ -123,6 +123,8 @@ def _exclusive_prod_infer(a, *, dim=None):
 
 def _exclusive_prod_kernel(xp, a, *, dim=None):
     """For each element, the product of the others in its reduction group (zeros handled)."""
+    if a.size == 0:
+        return xp.zeros_like(a)
     dims = normalize_dims("prod", dim, a.ndim)
     rest = [i for i in range(a.ndim) if i not in dims]
     moved = xp.transpose(a, rest + list(dims))
@@ -139,10 +141,15 @@ def _exclusive_prod_kernel(xp, a, *, dim=None):
     return xp.ascontiguousarray(xp.transpose(result, inverse))
 
 
-# The product of the other elements: its own derivative is not provided (prod supports first
-# order gradients; double backward through prod raises a clear error).
+def _exclusive_prod_grad(g, out, a, *, dim=None):
+    raise RuntimeError("prod: double backward (the derivative of prod's gradient) is not "
+                       "supported; first-order gradients of prod are")
+
+
+# The product of the other elements, prod's gradient. Its own derivative is refused with a clear
+# error when a second backward reaches it, rather than silently treated as zero.
 exclusive_prod = register("exclusive_prod", infer=_exclusive_prod_infer,
-                          kernel=_exclusive_prod_kernel)
+                          kernel=_exclusive_prod_kernel, vjp=(_exclusive_prod_grad,))
 
 prod = register("prod", infer=_prod_infer, kernel=_prod_kernel, save=(0,),
                 vjp=(lambda g, out, a, *, dim=None, keepdim=False:
