@@ -350,8 +350,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     else:
         if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
             data = _nested_to_numpy(data)
-        if isinstance(data, np.generic):
-            data = np.asarray(data)
+        if isinstance(data, np.generic) or (
+                hasattr(data, "__array__") and not isinstance(data, np.ndarray)
+                and not hasattr(data, "__cuda_array_interface__")):
+            data = np.asarray(data)  # numpy scalars and foreign arrays keep their dtype
         if isinstance(data, np.ndarray) or (hasattr(data, "__cuda_array_interface__")):
             arr = data
             dt = as_dtype(dtype) if dtype is not None else dtype_of_array(arr)

@@ -1,0 +1,109 @@
+"""Datasets: the map-style ``Dataset`` interface, ``TensorDataset``, ``Subset``,
+``random_split``."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from ..dygraph import Tensor
+from ..random import generator as default_generator
+
+__all__ = ["Dataset", "TensorDataset", "Subset", "random_split"]
+
+
+class Dataset(ABC):
+    """A map-style dataset: ``dataset[i]`` is sample ``i`` for ``0 <= i < len(dataset)``.
+
+    Example::
+
+        >>> class Squares(hf.data.Dataset):
+        ...     def __len__(self):
+        ...         return 10
+        ...     def __getitem__(self, i):
+        ...         return float(i), float(i * i)
+    """
+
+    @abstractmethod
+    def __getitem__(self, index):
+        """Sample ``index``."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """The number of samples."""
+
+
+class TensorDataset(Dataset):
+    """Samples are slices of tensors along their first dimension: ``ds[i] == (t0[i], t1[i], ...)``.
+
+    Example::
+
+        >>> ds = hf.data.TensorDataset(hf.randn(100, 3), hf.randint(0, 2, (100,)))
+        >>> x, y = ds[0]
+    """
+
+    def __init__(self, *tensors: Tensor):
+        if not tensors:
+            raise ValueError("TensorDataset: expected at least one tensor")
+        for i, t in enumerate(tensors):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"TensorDataset: argument {i} must be a hybridfw Tensor, got "
+                                f"{type(t).__name__}; convert it with hf.tensor(...)")
+            if t.ndim == 0:
+                raise ValueError(f"TensorDataset: argument {i} is a 0-d tensor; every tensor "
+                                 "needs a first dimension to index samples along")
+        sizes = [t.shape[0] for t in tensors]
+        if any(s != sizes[0] for s in sizes):
+            shapes = ", ".join(f"{tuple(t.shape)}" for t in tensors)
+            raise ValueError(f"TensorDataset: all tensors must have the same size in dimension "
+                             f"0, got shapes {shapes}")
+        self.tensors = tuple(tensors)
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``, in that order."""
+
+    def __init__(self, dataset, indices: Sequence[int]):
+        self.dataset = dataset
+        self.indices = list(indices)
+
+    def __getitem__(self, index):
+        if isinstance(index, list):
+            return self.dataset[[self.indices[i] for i in index]]
+        return self.dataset[self.indices[index]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset, lengths: Sequence, generator=None) -> list[Subset]:
+    """Split ``dataset`` at random into non-overlapping subsets of the given lengths (ints
+    summing to ``len(dataset)``, or fractions summing to 1), drawn from hybridfw's generator.
+
+    Example::
+
+        >>> train, val = hf.data.random_split(ds, [0.8, 0.2])
+    """
+    n = len(dataset)
+    lengths = list(lengths)
+    if lengths and all(isinstance(x, float) for x in lengths) and abs(sum(lengths) - 1) < 1e-9:
+        counts = [int(n * frac) for frac in lengths]
+        for i in range(n - sum(counts)):  # hand out the remainder round-robin, as PyTorch does
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in lengths) or \
+            sum(lengths) != n:
+        raise ValueError(f"random_split: lengths must be non-negative ints summing to the "
+                         f"dataset's length {n} (or fractions summing to 1), got {lengths}")
+    gen = generator if generator is not None else default_generator()
+    order = gen.permutation(n).tolist()
+    out, start = [], 0
+    for length in lengths:
+        out.append(Subset(dataset, order[start:start + length]))
+        start += length
+    return out

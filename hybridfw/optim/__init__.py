@@ -1,0 +1,25 @@
+"""``hf.optim``: optimizers (SGD, Adam, AdamW, RMSprop) and ``hf.optim.lr_scheduler``.
+
+They follow ``torch.optim``: same constructor arguments, update formulas, parameter groups and
+state-dict layout. Updates run in place under ``no_grad`` and allocate nothing after the first
+step.
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> w = hf.zeros(3, requires_grad=True)
+    >>> opt = hf.optim.Adam([w], lr=0.1)
+    >>> sched = hf.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+    >>> for _ in range(3):
+    ...     opt.zero_grad()
+    ...     ((w - 1.0) ** 2).sum().backward()
+    ...     opt.step()
+    ...     sched.step()
+"""
+from . import lr_scheduler
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]

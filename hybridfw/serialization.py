@@ -1,0 +1,415 @@
+"""``hf.save`` / ``hf.load``: checkpoints in a format that cannot run code when loaded.
+
+A checkpoint is a zip archive holding ``manifest.json`` (the format name and version, and the
+structure of the saved object) and one ``.npy`` file per tensor under ``tensors/``. Arrays are
+written and read with ``allow_pickle=False``, the manifest is plain JSON, and loading builds only
+dicts, lists, tuples, tensors and plain values, so a checkpoint from an untrusted source cannot
+execute anything. Pickle files (``torch.save`` output included) are refused, not loaded.
+
+What can be saved: tensors (dtype and ``requires_grad`` are kept; gradients are not), numpy
+arrays (non-object dtypes), ``None``, bools, ints, floats (NaN and infinities included),
+strings, and dicts (str or int keys, ``OrderedDict`` kept as such), lists and tuples of those,
+nested freely. A tensor reached twice (tied weights) is stored once and loads as one tensor.
+
+Saving is atomic: the archive is written to a temporary file next to ``path``, flushed to disk,
+then renamed over ``path``, so an interrupted save never leaves a half-written checkpoint.
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> hf.save({"step": 3, "weights": [hf.ones(2), hf.zeros(3, dtype="int64")]}, "ckpt.hf")
+    >>> hf.load("ckpt.hf")["weights"][1].dtype
+    hybridfw.int64
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import stat
+import tempfile
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+
+from .backend import cpu
+from .backend import device as as_device
+from .dtypes import dtype_of_array
+from .dygraph import Tensor, from_numpy
+
+__all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
+
+FORMAT_NAME = "hybridfw.checkpoint"
+FORMAT_VERSION = 1
+_MANIFEST = "manifest.json"
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # a fixed timestamp: the same object gives the same bytes
+_NUMPY_KINDS = "biufc"  # bool, ints, floats, complex: what .npy stores without pickle
+_MAX_COMPRESSION_RATIO = 1100  # deflate can't do better than about 1032:1
+
+
+# ---- save ----------------------------------------------------------------------------------
+class _Encoder:
+    """Walks the object once, building the JSON manifest and the list of arrays to write."""
+
+    def __init__(self):
+        self.arrays: list = []     # (file name, Tensor or ndarray), written in this order
+        self._files: dict = {}     # id(tensor) -> file name, so a shared tensor is stored once
+        self._keep: list = []      # the objects behind _files' ids stay alive while encoding
+        self._active: set = set()  # ids of containers being encoded (cycle detection)
+
+    def encode(self, obj, where: str):
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int):
+            return int(obj)
+        if isinstance(obj, float):
+            return float(obj) if math.isfinite(obj) else {"type": "float", "value": repr(obj)}
+        if isinstance(obj, Tensor):
+            return self._tensor(obj)
+        if isinstance(obj, np.ndarray):
+            return self._ndarray(obj, where)
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            return self.encode(obj.item(), where)  # numpy scalars are kept as Python numbers
+        if isinstance(obj, (dict, list, tuple)):
+            if id(obj) in self._active:
+                raise TypeError(f"hf.save: {where} contains itself (a circular reference)")
+            self._active.add(id(obj))
+            try:
+                return self._container(obj, where)
+            finally:
+                self._active.discard(id(obj))
+        raise TypeError(f"hf.save: can't save {where} of type {type(obj).__name__}; checkpoints "
+                        "hold tensors, numpy arrays, None, bool, int, float, str and dicts, "
+                        "lists and tuples of those")
+
+    def _container(self, obj, where: str):
+        if isinstance(obj, dict):
+            items = []
+            for key, value in obj.items():
+                if isinstance(key, bool) or not isinstance(key, (str, int)):
+                    raise TypeError(f"hf.save: dict keys must be str or int, but {where} has a "
+                                    f"key {key!r} of type {type(key).__name__}")
+                items.append([key if isinstance(key, str) else int(key),
+                              self.encode(value, f"{where}[{key!r}]")])
+            kind = "ordered_dict" if isinstance(obj, OrderedDict) else "dict"
+            return {"type": kind, "items": items}
+        kind = "list" if isinstance(obj, list) else "tuple"
+        return {"type": kind, "items": [self.encode(v, f"{where}[{i}]")
+                                        for i, v in enumerate(obj)]}
+
+    def _add(self, obj, prefix: str) -> str:
+        name = self._files.get(id(obj))
+        if name is None:
+            name = self._files[id(obj)] = f"{prefix}/{len(self.arrays)}.npy"
+            self._keep.append(obj)
+            self.arrays.append((name, obj))
+        return name
+
+    def _tensor(self, t: Tensor) -> dict:
+        return {"type": "tensor", "file": self._add(t, "tensors"), "dtype": t.dtype.name,
+                "shape": list(t.shape), "requires_grad": bool(t.requires_grad),
+                "device": str(t.device)}
+
+    def _ndarray(self, arr: np.ndarray, where: str) -> dict:
+        if arr.dtype.kind not in _NUMPY_KINDS:
+            raise TypeError(f"hf.save: can't save {where}, a numpy array of dtype {arr.dtype}; "
+                            "only arrays of bools and numbers can be stored without pickle")
+        return {"type": "ndarray", "file": self._add(arr, "arrays"), "dtype": arr.dtype.str,
+                "shape": list(arr.shape)}
+
+
+def _host_array(obj) -> np.ndarray:
+    if isinstance(obj, Tensor):
+        obj = obj.detach().cpu().numpy()
+    return obj
+
+
+def _zip_info(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+    info.compress_type = zipfile.ZIP_STORED
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def _write_archive(fileobj, manifest: bytes, arrays: list) -> None:
+    with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        archive.writestr(_zip_info(_MANIFEST), manifest)
+        for name, obj in arrays:
+            arr = _host_array(obj)
+            with archive.open(_zip_info(name), "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, arr, allow_pickle=False)
+
+
+def _new_file_mode(path: str) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)  # replacing a file keeps its permissions
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def save(obj, path) -> None:
+    """Save ``obj`` (tensors and plain values in nested dicts/lists/tuples) to ``path``.
+
+    ``path`` is used exactly as given (no extension added); it may also be a binary file object.
+    Raises ``TypeError`` naming the place of any value that can't be stored.
+
+    Example::
+
+        >>> hf.save(model.state_dict(), "model.hf")
+    """
+    encoder = _Encoder()
+    root = encoder.encode(obj, "obj")
+    manifest = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root},
+                          ensure_ascii=False, allow_nan=False).encode("utf-8")
+    if hasattr(path, "write"):
+        _write_archive(path, manifest, encoder.arrays)
+        return
+    path = os.fspath(path)
+    if os.path.islink(path):  # write through a symlink, as open(path, "wb") would
+        path = os.path.realpath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"hf.save: can't save to {path!r}: directory {directory!r} "
+                                "does not exist")
+    mode = _new_file_mode(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write_archive(f, manifest, encoder.arrays)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename durable too (best effort: not every platform can open directories)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---- load ----------------------------------------------------------------------------------
+def _looks_like_pickle(head: bytes) -> bool:
+    # Protocol 2+ pickles (and torch's legacy format) open with PROTO: 0x80 then the version.
+    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
+
+
+class _Decoder:
+    def __init__(self, archive: zipfile.ZipFile, size: int, label: str, device):
+        self.archive = archive
+        self.size = size
+        self.label = label
+        self.device = device
+        self._loaded: dict = {}  # file name -> Tensor/ndarray (shared tensors load as one)
+
+    def bad(self, why: str) -> ValueError:
+        return ValueError(f"hf.load: {self.label} is not a valid hybridfw checkpoint: {why}")
+
+    def decode(self, node, where: str):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if not isinstance(node, dict) or not isinstance(node.get("type"), str):
+            raise self.bad(f"unexpected manifest entry at {where}")
+        kind = node["type"]
+        if kind in ("dict", "ordered_dict"):
+            out = OrderedDict() if kind == "ordered_dict" else {}
+            for item in self._items(node, where):
+                if not isinstance(item, list) or len(item) != 2 or \
+                        isinstance(item[0], bool) or not isinstance(item[0], (str, int)):
+                    raise self.bad(f"malformed dict item at {where}")
+                out[item[0]] = self.decode(item[1], f"{where}[{item[0]!r}]")
+            return out
+        if kind in ("list", "tuple"):
+            items = [self.decode(v, f"{where}[{i}]")
+                     for i, v in enumerate(self._items(node, where))]
+            return items if kind == "list" else tuple(items)
+        if kind == "float":
+            value = node.get("value")
+            if value not in ("nan", "inf", "-inf"):
+                raise self.bad(f"malformed float at {where}")
+            return float(value)
+        if kind == "tensor":
+            return self._tensor(node, where)
+        if kind == "ndarray":
+            return self._array(node, where)
+        raise self.bad(f"unknown entry type {kind!r} at {where}")
+
+    def _items(self, node: dict, where: str) -> list:
+        items = node.get("items")
+        if not isinstance(items, list):
+            raise self.bad(f"malformed container at {where}")
+        return items
+
+    def entry(self, name: str, what: str) -> zipfile.ZipInfo:
+        """The zip entry ``name``, checked so that reading it can't allocate far more memory
+        than the file holds (a forged size or a decompression bomb)."""
+        try:
+            info = self.archive.getinfo(name)
+        except KeyError:
+            raise self.bad(f"{what} is missing") from None
+        if info.compress_type == zipfile.ZIP_STORED:
+            plausible = info.file_size == info.compress_size <= self.size
+        else:
+            plausible = info.file_size <= _MAX_COMPRESSION_RATIO * info.compress_size + 4096
+        if not plausible:
+            raise self.bad(f"{what} claims {info.file_size} bytes, more than the file can hold")
+        return info
+
+    def _read(self, node: dict, where: str) -> np.ndarray:
+        name = node.get("file")
+        if not isinstance(name, str):
+            raise self.bad(f"missing array file name at {where}")
+        what = f"array file {name!r} for {where}"
+        info = self.entry(name, what)
+        try:
+            with self.archive.open(info) as f:
+                # Check the header before numpy allocates what it describes.
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+                elif version == (2, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+                else:
+                    raise ValueError(f"unsupported .npy format version {version}")
+                if dtype.hasobject or dtype.kind not in _NUMPY_KINDS:
+                    raise ValueError(f"dtype {dtype} can't be loaded without pickle")
+                nbytes = math.prod(shape) * dtype.itemsize
+                if f.tell() + nbytes != info.file_size:
+                    raise ValueError(f"its header describes {nbytes} bytes of data, the file "
+                                     f"holds {info.file_size - f.tell()}")
+            with self.archive.open(info) as f:
+                arr = np.lib.format.read_array(f, allow_pickle=False)
+                f.read(1)  # reading to the end makes zipfile check the CRC
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise self.bad(f"{what} is unreadable ({exc})") from None
+        if list(arr.shape) != node.get("shape"):
+            raise self.bad(f"{what} has shape {arr.shape}, the manifest says "
+                           f"{node.get('shape')}")
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return arr
+
+    def _tensor(self, node: dict, where: str) -> Tensor:
+        name = node.get("file")
+        if name in self._loaded:
+            return self._loaded[name]
+        arr = self._read(node, where)
+        try:
+            dtype = dtype_of_array(arr)
+        except TypeError:
+            raise self.bad(f"tensor {where} has unsupported dtype {arr.dtype}") from None
+        if dtype.name != node.get("dtype"):
+            raise self.bad(f"tensor {where} has dtype {dtype.name}, the manifest says "
+                           f"{node.get('dtype')}")
+        t = from_numpy(arr)
+        target = self._target_device(node.get("device"))
+        if target is not cpu:
+            t = t.to(target)
+        if node.get("requires_grad") is True:
+            t.requires_grad_(True)
+        self._loaded[name] = t
+        return t
+
+    def _array(self, node: dict, where: str) -> np.ndarray:
+        name = node.get("file")
+        if name in self._loaded:
+            return self._loaded[name]
+        arr = self._read(node, where)
+        if arr.dtype.kind not in _NUMPY_KINDS:
+            raise self.bad(f"array {where} has unsupported dtype {arr.dtype}")
+        self._loaded[name] = arr
+        return arr
+
+    def _target_device(self, saved):
+        location = self.device
+        if isinstance(location, dict):
+            location = location.get(saved, "cpu")
+        return as_device(location) if location is not None else cpu
+
+
+def load(path, map_location=None):
+    """Load what :func:`save` wrote. Tensors land on the CPU, or on ``map_location`` (a device,
+    ``'cuda:0'``, or a dict from saved device names to target devices).
+
+    Never runs code from the file: pickle files (``torch.save`` output included) are refused,
+    and a truncated, corrupted or foreign file raises ``ValueError`` naming ``path``.
+
+    Example::
+
+        >>> state = hf.load("model.hf")
+        >>> model.load_state_dict(state)
+    """
+    if map_location is not None and not isinstance(map_location, dict):
+        as_device(map_location)  # a bad device string fails here, before any reading
+    if hasattr(path, "read"):
+        label = f"<{type(path).__name__} object>"
+        data = path.read()
+        return _load_archive(io.BytesIO(data), len(data), label, map_location)
+    path = os.fspath(path)
+    label = repr(path)
+    with open(path, "rb") as f:
+        return _load_archive(f, os.fstat(f.fileno()).st_size, label, map_location)
+
+
+def _load_archive(f, size: int, label: str, map_location):
+    head = f.read(4)
+    f.seek(0)
+    if _looks_like_pickle(head):
+        raise ValueError(f"hf.load: {label} looks like a pickle file (e.g. written by Python's "
+                         "pickle or torch.save); hybridfw never loads pickle because loading "
+                         "it can run arbitrary code. Convert it with a trusted tool into "
+                         "tensors and hf.save them.")
+    if head.startswith(b"\x93NUM"):
+        raise ValueError(f"hf.load: {label} is a single numpy .npy file, not a hybridfw "
+                         "checkpoint; read it with numpy.load(path, allow_pickle=False)")
+    try:
+        archive = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+        raise ValueError(f"hf.load: {label} is not a hybridfw checkpoint (not a readable zip "
+                         f"archive: {exc}); the file may be truncated or corrupted") from None
+    with archive:
+        names = archive.namelist()
+        if _MANIFEST not in names:
+            if any(n.endswith((".pkl", "/data.pkl")) for n in names):
+                raise ValueError(f"hf.load: {label} looks like a PyTorch checkpoint "
+                                 "(torch.save): a zip holding pickle data; hybridfw never "
+                                 "loads pickle because loading it can run arbitrary code")
+            raise ValueError(f"hf.load: {label} is not a hybridfw checkpoint: the zip archive "
+                             f"has no {_MANIFEST}")
+        decoder = _Decoder(archive, size, label, map_location)
+        info = decoder.entry(_MANIFEST, _MANIFEST)
+        try:
+            manifest = json.loads(archive.read(info).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError, zipfile.BadZipFile,
+                OSError, EOFError) as exc:
+            raise decoder.bad(f"unreadable {_MANIFEST} ({exc})") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+            raise decoder.bad(f"{_MANIFEST} does not name the format {FORMAT_NAME!r}")
+        version = manifest.get("version")
+        if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+            raise decoder.bad(f"format version {version!r} is not supported (this hybridfw "
+                              f"reads versions 1 to {FORMAT_VERSION}); upgrade hybridfw")
+        try:
+            return decoder.decode(manifest.get("root"), "obj")
+        except RecursionError:
+            raise decoder.bad("the structure is nested too deeply") from None

@@ -1,0 +1,582 @@
+"""Optimizers and lr schedulers against hand-written numpy references (and torch if present)."""
+import contextlib
+import gc
+import math
+
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw.optim import SGD, Adam, AdamW, RMSprop
+from hybridfw.optim.lr_scheduler import CosineAnnealingLR, StepLR
+
+STEPS = 6
+RTOL, ATOL = 1e-10, 1e-12
+
+
+# ---- a small problem: grad = c * p + d (so each gradient depends on the trajectory) -------
+def problem(seed=0, shapes=((3, 4), (5,))):
+    rng = np.random.default_rng(seed)
+    p0 = [rng.standard_normal(s) for s in shapes]
+    c = [rng.uniform(0.5, 2.0, s) for s in shapes]
+    d = [rng.standard_normal(s) for s in shapes]
+    return p0, c, d
+
+
+def run_hf(cls, p0, c, d, steps=STEPS, dtype="float64", **kw):
+    params = [hf.tensor(p, dtype=dtype, requires_grad=True) for p in p0]
+    opt = cls(params, **kw)
+    traj = []
+    for _ in range(steps):
+        for p, ci, di in zip(params, c, d):
+            p.grad = hf.tensor(ci * p.detach().numpy() + di, dtype=dtype)
+        opt.step()
+        traj.append([p.detach().numpy().copy() for p in params])
+    return traj, params, opt
+
+
+def run_ref(update, p0, c, d, steps=STEPS, **kw):
+    ps = [p.copy() for p in p0]
+    states = [{} for _ in ps]
+    traj = []
+    for t in range(1, steps + 1):
+        ps = [update(p, ci * p + di, s, t, **kw) for p, ci, di, s in zip(ps, c, d, states)]
+        traj.append([p.copy() for p in ps])
+    return traj
+
+
+def assert_traj(a, b, rtol=RTOL, atol=ATOL):
+    for step, (xs, ys) in enumerate(zip(a, b)):
+        for x, y in zip(xs, ys):
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, err_msg=f"step {step + 1}")
+
+
+# ---- numpy references, written from PyTorch's documented formulas ------------------------
+def sgd_ref(p, g, s, t, lr, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+            maximize=False):
+    g = -g if maximize else g
+    if weight_decay:
+        g = g + weight_decay * p
+    if momentum:
+        s["b"] = g.copy() if "b" not in s else momentum * s["b"] + (1 - dampening) * g
+        g = g + momentum * s["b"] if nesterov else s["b"]
+    return p - lr * g
+
+
+def adam_ref(p, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
+             maximize=False, decoupled=False):
+    b1, b2 = betas
+    g = -g if maximize else g
+    if weight_decay:
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
+    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    v = s["v"]
+    if amsgrad:
+        s["vmax"] = v = np.maximum(s.get("vmax", 0), v)
+    m_hat = s["m"] / (1 - b1 ** t)
+    return p - lr * m_hat / (np.sqrt(v) / math.sqrt(1 - b2 ** t) + eps)
+
+
+def rmsprop_ref(p, g, s, t, lr, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                centered=False, maximize=False):
+    g = -g if maximize else g
+    if weight_decay:
+        g = g + weight_decay * p
+    s["sq"] = alpha * s.get("sq", 0) + (1 - alpha) * g * g
+    v = s["sq"]
+    if centered:
+        s["ga"] = alpha * s.get("ga", 0) + (1 - alpha) * g
+        v = v - s["ga"] ** 2
+    avg = np.sqrt(v) + eps
+    if momentum > 0:
+        s["b"] = momentum * s.get("b", 0) + g / avg
+        return p - lr * s["b"]
+    return p - lr * g / avg
+
+
+SGD_CASES = [
+    {"lr": 0.1},
+    {"lr": 0.05, "momentum": 0.9},
+    {"lr": 0.05, "momentum": 0.9, "dampening": 0.3},
+    {"lr": 0.05, "momentum": 0.9, "nesterov": True},
+    {"lr": 0.05, "momentum": 0.8, "weight_decay": 0.1, "nesterov": True},
+    {"lr": 0.1, "weight_decay": 0.2},
+    {"lr": 0.05, "momentum": 0.5, "dampening": 0.7, "weight_decay": 0.1, "maximize": True},
+    {"lr": 0.1, "maximize": True},
+]
+ADAM_CASES = [
+    {"lr": 0.1},
+    {"lr": 0.05, "betas": (0.8, 0.99), "eps": 1e-6},
+    {"lr": 0.05, "weight_decay": 0.1},
+    {"lr": 0.05, "amsgrad": True},
+    {"lr": 0.05, "amsgrad": True, "weight_decay": 0.1, "maximize": True},
+    {"lr": 0.05, "betas": (0.3, 0.9)},  # 1 - beta1 >= 0.5: lerp's other rounding branch
+]
+RMSPROP_CASES = [
+    {"lr": 0.01},
+    {"lr": 0.01, "alpha": 0.9, "eps": 1e-6},
+    {"lr": 0.01, "momentum": 0.9},
+    {"lr": 0.01, "centered": True},
+    {"lr": 0.01, "centered": True, "momentum": 0.5, "weight_decay": 0.1},
+    {"lr": 0.01, "weight_decay": 0.1, "maximize": True},
+    {"lr": 0.01, "alpha": 0.3, "centered": True},
+]
+
+
+def variants(*groups):
+    """pytest params (optimizer class, options), with readable ids."""
+    return [pytest.param(cls, kw, id=f"{cls.__name__}-{kw}") for cls, cases in groups
+            for kw in cases]
+
+
+@pytest.mark.parametrize("kw", SGD_CASES, ids=str)
+def test_sgd_matches_reference(kw):
+    p0, c, d = problem()
+    assert_traj(run_hf(SGD, p0, c, d, **kw)[0], run_ref(sgd_ref, p0, c, d, **kw))
+
+
+@pytest.mark.parametrize("kw", ADAM_CASES, ids=str)
+def test_adam_matches_reference(kw):
+    p0, c, d = problem(1)
+    assert_traj(run_hf(Adam, p0, c, d, **kw)[0], run_ref(adam_ref, p0, c, d, **kw))
+
+
+ADAMW_CASES = [
+    {"lr": 0.05},
+    {"lr": 0.05, "weight_decay": 0.3},
+    {"lr": 0.05, "weight_decay": 0.1, "amsgrad": True, "maximize": True},
+]
+
+
+@pytest.mark.parametrize("kw", ADAMW_CASES, ids=str)
+def test_adamw_matches_reference(kw):
+    p0, c, d = problem(2)
+    ref_kw = dict(kw, weight_decay=kw.get("weight_decay", 1e-2))  # AdamW's default decay
+    assert_traj(run_hf(AdamW, p0, c, d, **kw)[0],
+                run_ref(adam_ref, p0, c, d, decoupled=True, **ref_kw))
+
+
+@pytest.mark.parametrize("kw", RMSPROP_CASES, ids=str)
+def test_rmsprop_matches_reference(kw):
+    p0, c, d = problem(3)
+    assert_traj(run_hf(RMSprop, p0, c, d, **kw)[0], run_ref(rmsprop_ref, p0, c, d, **kw))
+
+
+def test_float32_parameters_stay_float32_and_close():
+    p0, c, d = problem(4)
+    traj, params, opt = run_hf(Adam, p0, c, d, dtype="float32", lr=0.05, amsgrad=True)
+    assert all(p.dtype == hf.float32 for p in params)
+    assert all(v.dtype == hf.float32 for v in opt.state[params[0]].values()
+               if isinstance(v, hf.Tensor))
+    assert_traj(traj, run_ref(adam_ref, p0, c, d, lr=0.05, amsgrad=True), rtol=1e-5, atol=1e-6)
+
+
+def test_step_counter_and_state_layout():
+    p0, c, d = problem()
+    _, params, opt = run_hf(Adam, p0, c, d, steps=3, amsgrad=True)
+    state = opt.state[params[0]]
+    assert state["step"] == 3
+    assert sorted(state) == ["exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"]
+    _, params, opt = run_hf(RMSprop, p0, c, d, steps=2, momentum=0.9, centered=True)
+    assert sorted(opt.state[params[1]]) == ["grad_avg", "momentum_buffer", "square_avg", "step"]
+    _, params, opt = run_hf(SGD, p0, c, d, steps=2, lr=0.1)
+    assert not opt.state  # plain SGD keeps no state, like PyTorch
+    _, params, opt = run_hf(SGD, p0, c, d, steps=2, lr=0.1, momentum=0.9)
+    assert sorted(opt.state[params[0]]) == ["momentum_buffer"]
+
+
+# ---- training through autograd, closures, skipping, zero_grad ------------------------------
+def test_training_loop_with_backward_and_closure():
+    hf.manual_seed(0)
+    x = hf.randn(32, 3)
+    y = x @ hf.tensor([[1.0], [-2.0], [0.5]]) + 0.3
+    w = hf.zeros(3, 1, requires_grad=True)
+    b = hf.zeros(1, requires_grad=True)
+    opt = Adam([w, b], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((x @ w + b - y) ** 2).mean()
+        loss.backward()
+        return loss
+
+    first = closure().item()
+    for _ in range(200):
+        loss = opt.step(closure)
+    assert loss.item() < first * 1e-3
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None  # no history recorded
+    np.testing.assert_allclose(w.detach().numpy().ravel(), [1.0, -2.0, 0.5], atol=1e-2)
+
+
+def test_params_without_grad_are_skipped():
+    a = hf.ones(3, requires_grad=True)
+    b = hf.ones(3, requires_grad=True)
+    opt = Adam([a, b], lr=0.1)
+    a.grad = hf.ones(3)
+    opt.step()
+    assert b.tolist() == [1.0, 1.0, 1.0] and b not in opt.state
+    assert a.tolist() != [1.0, 1.0, 1.0]
+
+
+def test_zero_grad():
+    p = hf.ones(2, requires_grad=True)
+    opt = SGD([p], lr=0.1)
+    (p * 3).sum().backward()
+    g = p.grad
+    opt.zero_grad(set_to_none=False)
+    assert p.grad is g and g.tolist() == [0.0, 0.0]
+    opt.zero_grad()
+    assert p.grad is None
+
+
+# ---- parameter groups -----------------------------------------------------------------------
+def test_param_groups_per_group_options():
+    p0, c, d = problem(5)
+    a = hf.tensor(p0[0], dtype="float64", requires_grad=True)
+    b = hf.tensor(p0[1], dtype="float64", requires_grad=True)
+    opt = SGD([{"params": [a]}, {"params": b, "lr": 0.01, "momentum": 0.5}], lr=0.1,
+              momentum=0.9)
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[1]["lr"] == 0.01
+    assert opt.param_groups[1]["momentum"] == 0.5 and opt.param_groups[1]["dampening"] == 0
+    ref_a = run_ref(sgd_ref, [p0[0]], [c[0]], [d[0]], lr=0.1, momentum=0.9)
+    ref_b = run_ref(sgd_ref, [p0[1]], [c[1]], [d[1]], lr=0.01, momentum=0.5)
+    for step in range(STEPS):
+        for p, ci, di in ((a, c[0], d[0]), (b, c[1], d[1])):
+            p.grad = hf.tensor(ci * p.detach().numpy() + di)
+        opt.step()
+        np.testing.assert_allclose(a.detach().numpy(), ref_a[step][0], rtol=RTOL)
+        np.testing.assert_allclose(b.detach().numpy(), ref_b[step][0], rtol=RTOL)
+
+
+def test_add_param_group():
+    a, b = hf.ones(2, requires_grad=True), hf.ones(4, requires_grad=True)
+    opt = Adam([a], lr=0.1)
+    opt.add_param_group({"params": [b], "lr": 0.5, "betas": [0.5, 0.9]})
+    assert opt.param_groups[1]["eps"] == 1e-8 and opt.param_groups[1]["betas"] == (0.5, 0.9)
+    a.grad, b.grad = hf.ones(2), hf.ones(4)
+    opt.step()
+    np.testing.assert_allclose(b.detach().numpy(), 0.5, rtol=1e-6)  # first Adam step: lr
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        opt.add_param_group({"params": [a]})
+    with pytest.raises(ValueError, match="lr=-0.5"):
+        opt.add_param_group({"params": [hf.ones(1, requires_grad=True)], "lr": -0.5})
+
+
+@pytest.mark.parametrize("make, exc, match", [
+    (lambda p: SGD([p], lr=-1), ValueError, "lr=-1"),
+    (lambda p: SGD([p], lr="0.1"), TypeError, "lr must be a number"),
+    (lambda p: SGD([p], lr=0.1, momentum=-0.5), ValueError, "momentum=-0.5"),
+    (lambda p: SGD([p], lr=0.1, nesterov=True), ValueError, "nesterov"),
+    (lambda p: SGD([p], lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), ValueError,
+     "dampening=0.1"),
+    (lambda p: SGD([p], lr=0.1, weight_decay=-1e-4), ValueError, "weight_decay"),
+    (lambda p: Adam([p], betas=(1.0, 0.9)), ValueError, r"betas\[0\]=1.0"),
+    (lambda p: Adam([p], betas=(0.9, -0.1)), ValueError, r"betas\[1\]"),
+    (lambda p: Adam([p], betas=0.9), ValueError, "pair"),
+    (lambda p: AdamW([p], eps=-1.0), ValueError, "AdamW: invalid eps=-1.0"),
+    (lambda p: RMSprop([p], alpha=-0.1), ValueError, "alpha=-0.1"),
+    (lambda p: RMSprop([p], lr=float("nan")), ValueError, "lr=nan"),
+    (lambda p: SGD(p, lr=0.1), TypeError, "single Tensor"),
+    (lambda p: SGD([], lr=0.1), ValueError, "empty parameter list"),
+    (lambda p: SGD({p}, lr=0.1), TypeError, "set"),
+    (lambda p: SGD([p, p], lr=0.1), ValueError, "twice"),
+    (lambda p: SGD([p * 2], lr=0.1), ValueError, "non-leaf"),
+    (lambda p: SGD([p, "w"], lr=0.1), TypeError, "parameter 1 of the group is a str"),
+    (lambda p: SGD([hf.ones(2, dtype="int64")], lr=0.1), TypeError, "int64"),
+    (lambda p: SGD([{"lr": 0.1}]), ValueError, "'params'"),
+])
+def test_validation_errors(make, exc, match):
+    p = hf.ones(2, requires_grad=True)
+    with pytest.raises(exc, match=match):
+        make(p)
+
+
+def test_gradient_shape_mismatch_is_reported():
+    p = hf.ones(3, requires_grad=True)
+    p.grad = hf.ones(2)
+    with pytest.raises(ValueError, match=r"gradient of shape \(2,\)"):
+        SGD([p], lr=0.1).step()
+
+
+# ---- state dicts ----------------------------------------------------------------------------
+STATE_DICT_CASES = variants(
+    (SGD, [{"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}]),
+    (Adam, [{"lr": 0.05, "amsgrad": True}]),
+    (AdamW, [{"lr": 0.05}]),
+    (RMSprop, [{"lr": 0.01, "momentum": 0.5, "centered": True}]),
+)
+
+
+@pytest.mark.parametrize("cls, kw", STATE_DICT_CASES)
+def test_state_dict_round_trip_continues_identically(cls, kw, tmp_path):
+    p0, c, d = problem(6)
+
+    def make():
+        params = [hf.tensor(p, dtype="float64", requires_grad=True) for p in p0]
+        return params, cls([{"params": params[:1]}, {"params": params[1:], "lr": 0.02}], **kw)
+
+    def steps(params, opt, n):
+        for _ in range(n):
+            for p, ci, di in zip(params, c, d):
+                p.grad = hf.tensor(ci * p.detach().numpy() + di)
+            opt.step()
+
+    params_a, opt_a = make()
+    steps(params_a, opt_a, 3)
+    sd = opt_a.state_dict()
+    assert sorted(sd) == ["param_groups", "state"]
+    assert [g["params"] for g in sd["param_groups"]] == [[0], [1]]
+    assert sd["param_groups"][1]["lr"] == 0.02
+    for index, values in sd["state"].items():
+        for key, value in values.items():
+            if isinstance(value, hf.Tensor):  # a copy, not the optimizer's own buffer
+                assert value is not opt_a.state[params_a[index]][key]
+    hf.save(sd, tmp_path / "opt.hf")
+    loaded = hf.load(tmp_path / "opt.hf")
+
+    params_b, opt_b = make()
+    for pa, pb in zip(params_a, params_b):
+        pb.data = pa.detach().clone()
+    opt_b.load_state_dict(loaded)
+    assert opt_b.param_groups[1]["lr"] == 0.02
+    steps(params_a, opt_a, 3)
+    steps(params_b, opt_b, 3)
+    for pa, pb in zip(params_a, params_b):
+        np.testing.assert_array_equal(pa.detach().numpy(), pb.detach().numpy())
+
+
+def test_state_dict_tensors_are_copies():
+    p = hf.ones(2, requires_grad=True)
+    opt = SGD([p], lr=0.1, momentum=0.9)
+    p.grad = hf.ones(2)
+    opt.step()
+    sd = opt.state_dict()
+    sd["state"][0]["momentum_buffer"].fill_(100.0)
+    assert opt.state[p]["momentum_buffer"].tolist() == [1.0, 1.0]
+    opt2 = SGD([p], lr=0.1, momentum=0.9)
+    opt2.load_state_dict(sd)
+    sd["state"][0]["momentum_buffer"].fill_(7.0)
+    assert opt2.state[p]["momentum_buffer"].tolist() == [100.0, 100.0]
+
+
+def test_load_state_dict_mismatch_errors():
+    a, b = hf.ones(2, requires_grad=True), hf.ones(3, requires_grad=True)
+    sd = Adam([a, b]).state_dict()
+    with pytest.raises(ValueError, match="2 parameters in the state dict, 1 in the optimizer"):
+        Adam([a]).load_state_dict(sd)
+    with pytest.raises(ValueError, match="1 parameter groups, the optimizer 2"):
+        Adam([{"params": [a]}, {"params": [b]}]).load_state_dict(sd)
+    with pytest.raises(ValueError, match="'state' and 'param_groups'"):
+        Adam([a, b]).load_state_dict({"state": {}})
+    opt = Adam([a, b])
+    a.grad, b.grad = hf.ones(2), hf.ones(3)
+    opt.step()
+    sd = opt.state_dict()
+    with pytest.raises(ValueError, match=r"state 'exp_avg' of parameter 0 has shape \(2,\)"):
+        Adam([b, a]).load_state_dict(sd)
+
+
+# ---- memory: no allocation per step -------------------------------------------------------
+@contextlib.contextmanager
+def no_gc():
+    """Keep the cycle collector from freeing other tests' garbage while bytes are counted."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+ALL_VARIANTS = variants((SGD, SGD_CASES), (Adam, ADAM_CASES), (AdamW, ADAMW_CASES),
+                        (RMSprop, RMSPROP_CASES))
+
+
+@pytest.mark.parametrize("cls, kw", ALL_VARIANTS)
+def test_no_allocation_after_first_step(cls, kw):
+    params = [hf.randn(64, 32, requires_grad=True), hf.randn(32, requires_grad=True),
+              hf.randn(7, 3, dtype="float64", requires_grad=True)]
+    for p in params:
+        p.grad = hf.randn(*p.shape, dtype=p.dtype)
+    opt = cls(params, **kw)
+    opt.step()
+    with no_gc():
+        allocated, count = hf.memory.allocated(), hf.memory.stats()["allocation_count"]
+        for _ in range(5):
+            opt.step()
+        assert hf.memory.allocated() == allocated
+        assert hf.memory.stats()["allocation_count"] == count
+
+
+def test_numpy_scalar_options_are_plain_numbers_and_allocate_nothing():
+    p = hf.randn(10, requires_grad=True)
+    p.grad = hf.randn(10)
+    opt = Adam([p], lr=np.float32(0.01), betas=(np.float64(0.9), 0.99), weight_decay=np.int64(1))
+    group = opt.param_groups[0]
+    assert type(group["lr"]) is float and type(group["betas"][0]) is float
+    assert type(group["weight_decay"]) is float
+    opt.step()
+    count = hf.memory.stats()["allocation_count"]
+    opt.step()
+    assert hf.memory.stats()["allocation_count"] == count
+
+
+def test_scratch_space_is_shared_between_parameters():
+    # Plain SGD keeps no state: what the first step allocates is the shared scratch buffer,
+    # 2 regions the size of the largest parameter, not a copy of every parameter.
+    params = [hf.randn(100, 10, requires_grad=True) for _ in range(5)]
+    for p in params:
+        p.grad = hf.randn(100, 10)
+    opt = SGD(params, lr=0.1)
+    with no_gc():
+        before = hf.memory.allocated()
+        opt.step()
+        assert hf.memory.allocated() - before == 2 * 100 * 10 * 4
+
+
+# ---- lr schedulers ---------------------------------------------------------------------------
+def _lrs(sched, opt, epochs):
+    out = []
+    for _ in range(epochs):
+        out.append([g["lr"] for g in opt.param_groups])
+        assert sched.get_last_lr() == out[-1]
+        opt.step()
+        sched.step()
+    return out
+
+
+def test_step_lr_sequence():
+    p = hf.ones(1, requires_grad=True)
+    opt = SGD([{"params": [p]}, {"params": [hf.ones(1, requires_grad=True)], "lr": 1.0}],
+              lr=0.1)
+    sched = StepLR(opt, step_size=3, gamma=0.5)
+    got = _lrs(sched, opt, 10)
+    for epoch, lrs in enumerate(got):
+        np.testing.assert_allclose(lrs, [0.1 * 0.5 ** (epoch // 3), 1.0 * 0.5 ** (epoch // 3)],
+                                   rtol=1e-15)
+
+
+def test_cosine_annealing_sequence():
+    p = hf.ones(1, requires_grad=True)
+    opt = SGD([p], lr=0.1)
+    t_max, eta_min = 5, 0.01
+    sched = CosineAnnealingLR(opt, T_max=t_max, eta_min=eta_min)
+    got = [lrs[0] for lrs in _lrs(sched, opt, 23)]
+    # the recursive formula, computed by hand
+    expected = [0.1]
+    for t in range(1, 23):
+        prev = expected[-1]
+        if (t - 1 - t_max) % (2 * t_max) == 0:
+            expected.append(prev + (0.1 - eta_min) * (1 - math.cos(math.pi / t_max)) / 2)
+        else:
+            expected.append((1 + math.cos(math.pi * t / t_max)) /
+                            (1 + math.cos(math.pi * (t - 1) / t_max)) * (prev - eta_min)
+                            + eta_min)
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=1e-17)
+    # ... which follows the closed form, periodically
+    closed = [eta_min + (0.1 - eta_min) * (1 + math.cos(math.pi * t / t_max)) / 2
+              for t in range(23)]
+    np.testing.assert_allclose(got, closed, rtol=1e-9, atol=1e-12)
+
+
+def test_scheduler_state_dict_and_resume():
+    p = hf.ones(1, requires_grad=True)
+    opt = SGD([p], lr=0.1)
+    sched = CosineAnnealingLR(opt, T_max=10)
+    for _ in range(4):
+        opt.step()
+        sched.step()
+    state = sched.state_dict()
+    assert "optimizer" not in state and state["last_epoch"] == 4
+    opt_state = opt.state_dict()
+
+    p2 = hf.ones(1, requires_grad=True)
+    opt2 = SGD([p2], lr=0.1)
+    opt2.load_state_dict(opt_state)
+    sched2 = CosineAnnealingLR(opt2, T_max=10)
+    sched2.load_state_dict(state)
+    for _ in range(3):
+        sched.step()
+        sched2.step()
+        assert sched.get_last_lr() == sched2.get_last_lr()
+    with pytest.raises(KeyError, match="initial_lr"):
+        StepLR(SGD([p2], lr=0.1), step_size=2, last_epoch=3)
+
+
+def test_scheduler_validation():
+    opt = SGD([hf.ones(1, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="step_size must be a positive int, got 0"):
+        StepLR(opt, step_size=0)
+    with pytest.raises(ValueError, match="T_max"):
+        CosineAnnealingLR(opt, T_max=-3)
+    with pytest.raises(TypeError, match="optimizer"):
+        StepLR(object(), step_size=1)
+
+
+# ---- torch as an extra oracle -------------------------------------------------------------
+@pytest.mark.parametrize("cls, kw", ALL_VARIANTS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_matches_torch(cls, kw, dtype):
+    torch = pytest.importorskip("torch")
+    name = cls.__name__  # torch.optim has the same names and arguments
+    p0, c, d = problem(7)
+    traj, _params, _opt = run_hf(cls, p0, c, d, steps=8, dtype=dtype, **kw)
+    tparams = [torch.tensor(p, dtype=getattr(torch, dtype), requires_grad=True) for p in p0]
+    topt = getattr(torch.optim, name)(tparams, **kw)
+    for step in range(8):
+        for p, ci, di in zip(tparams, c, d):
+            p.grad = torch.tensor(ci * p.detach().numpy() + di, dtype=getattr(torch, dtype))
+        topt.step()
+        for p, mine in zip(tparams, traj[step]):
+            tol = {"rtol": 1e-12, "atol": 1e-14} if dtype == "float64" else {"rtol": 2e-5,
+                                                                                "atol": 2e-6}
+            np.testing.assert_allclose(mine, p.detach().numpy(), **tol,
+                                       err_msg=f"{name} {kw} step {step + 1}")
+
+
+@pytest.mark.parametrize("name, kw", [("Adam", {"lr": 0.05, "amsgrad": True}),
+                                      ("RMSprop", {"lr": 0.01, "momentum": 0.5})])
+def test_loads_a_torch_optimizer_state_dict(name, kw):
+    torch = pytest.importorskip("torch")
+    p0, c, d = problem(8)
+    tparams = [torch.tensor(p, requires_grad=True) for p in p0]
+    topt = getattr(torch.optim, name)(tparams, **kw)
+    params = [hf.tensor(p, dtype="float64", requires_grad=True) for p in p0]
+    opt = getattr(hf.optim, name)(params, **kw)
+    for step in range(6):
+        if step == 3:  # hand torch's state over midway
+            for p, tp in zip(params, tparams):
+                p.data = hf.tensor(tp.detach().numpy())
+            opt.load_state_dict(topt.state_dict())
+            assert opt.state[params[0]]["step"] == 3
+        for p, tp, ci, di in zip(params, tparams, c, d):
+            tp.grad = torch.tensor(ci * tp.detach().numpy() + di)
+            p.grad = hf.tensor(ci * p.detach().numpy() + di)
+        topt.step()
+        if step >= 3:
+            opt.step()
+            for p, tp in zip(params, tparams):
+                np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(),
+                                           rtol=1e-12, atol=1e-14)
+
+
+def test_schedulers_match_torch():
+    torch = pytest.importorskip("torch")
+    for make_hf, make_torch in [
+        (lambda o: StepLR(o, 4, gamma=0.3), lambda o: torch.optim.lr_scheduler.StepLR(o, 4, 0.3)),
+        (lambda o: CosineAnnealingLR(o, 7, eta_min=1e-3),
+         lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, 7, eta_min=1e-3)),
+    ]:
+        opt = SGD([hf.ones(1, requires_grad=True)], lr=0.2)
+        topt = torch.optim.SGD([torch.ones(1, requires_grad=True)], lr=0.2)
+        sched, tsched = make_hf(opt), make_torch(topt)
+        for _ in range(30):
+            assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-14)
+            opt.step()
+            topt.step()
+            sched.step()
+            tsched.step()
