@@ -133,6 +133,7 @@ class Tensor(TensorMethods):
         self._storage = value._storage
         self.shape = value.shape
         self.dtype = value.dtype
+        self._base = None
 
     # ---- conversion -------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:

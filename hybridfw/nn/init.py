@@ -1,0 +1,178 @@
+"""``hf.nn.init``: in-place parameter initialisers with PyTorch's formulas.
+
+Each one fills its tensor in place without recording a graph, drawing from hybridfw's random ops
+(seeded by ``hf.manual_seed``), and returns the tensor.
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> w = hf.nn.Parameter(hf.empty(3, 5))
+    >>> _ = hf.nn.init.xavier_uniform_(w)
+    >>> bool((w.abs() <= (6 / 8) ** 0.5).all())
+    True
+"""
+from __future__ import annotations
+
+import math
+
+from ..dtypes import float32
+from ..dygraph.autograd import no_grad
+from ..dygraph.tensor import Tensor
+from ..ops.factories import rand, randn
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
+           "zeros_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity (PyTorch's table): 1 for linear/conv/sigmoid,
+    5/3 for tanh, sqrt(2) for relu, sqrt(2 / (1 + slope^2)) for leaky_relu, 3/4 for selu."""
+    linear_fns = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                  "conv_transpose3d")
+    if nonlinearity in linear_fns or nonlinearity == "sigmoid":
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"calculate_gain: negative_slope {param!r} is not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _calculate_fan_in_and_fan_out(tensor) -> tuple[int, int]:
+    """``(fan_in, fan_out)`` of a weight shaped ``(out, in, *kernel)``."""
+    if tensor.ndim < 2:
+        raise ValueError(f"fan in and fan out can not be computed for a tensor with fewer than "
+                         f"2 dimensions (got shape {tuple(tensor.shape)})")
+    receptive_field = 1
+    for s in tensor.shape[2:]:
+        receptive_field *= s
+    return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
+
+
+def _calculate_correct_fan(tensor, mode: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"mode {mode!r} is not supported, use 'fan_in' or 'fan_out'")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _draw_dtype(tensor):
+    return tensor.dtype if tensor.dtype.is_floating_point else float32
+
+
+def _check(name: str, tensor) -> None:
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{name}: expected a hybridfw Tensor, got {type(tensor).__name__}")
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    """Fill with samples of U(a, b)."""
+    _check("uniform_", tensor)
+    with no_grad():
+        u = rand(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
+        return tensor.copy_(u * (b - a) + a)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    """Fill with samples of N(mean, std^2)."""
+    _check("normal_", tensor)
+    with no_grad():
+        n = randn(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
+        return tensor.copy_(n * std + mean)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0) -> Tensor:
+    """Fill with N(mean, std^2) samples conditioned on lying in [a, b] (inverse-CDF method)."""
+    _check("trunc_normal_", tensor)
+
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+    with no_grad():
+        # Uniform in [cdf(a), cdf(b)], mapped through the normal quantile (there is no erfinv
+        # op, so the quantile is a rational approximation built from elementwise ops).
+        p = rand(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
+        z = _probit(p * (hi - lo) + lo)
+        return tensor.copy_((z * std + mean).clamp(a, b))
+
+
+def _probit(p):
+    """Acklam's rational approximation of the standard normal quantile (rel. error < 1.2e-9)."""
+    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+         1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
+    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+         6.680131188771972e+01, -1.328068155288572e+01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+         -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+         3.754408661907416e+00)
+    p = p.clamp(1e-12, 1 - 1e-12)
+    q = p - 0.5
+    r = q * q
+    central = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+    tail_p = p.minimum(1 - p)
+    t = (tail_p.log() * -2).sqrt()
+    tail = (((((c[0] * t + c[1]) * t + c[2]) * t + c[3]) * t + c[4]) * t + c[5]) / \
+        ((((d[0] * t + d[1]) * t + d[2]) * t + d[3]) * t + 1)
+    tail = tail.where(q < 0, -tail)
+    return central.where((p > 0.02425) & (p < 1 - 0.02425), tail)
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill with the value ``val``."""
+    _check("constant_", tensor)
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0.0)
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                     nonlinearity: str = "leaky_relu") -> Tensor:
+    """He uniform: U(-b, b) with b = gain * sqrt(3 / fan) (``a`` is leaky_relu's slope)."""
+    if 0 in tuple(tensor.shape):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return uniform_(tensor, -bound, bound)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
+                    nonlinearity: str = "leaky_relu") -> Tensor:
+    """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    if 0 in tuple(tensor.shape):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))

@@ -1,0 +1,22 @@
+"""The layers of ``hf.nn``, one kind per file."""
+from .activation import GELU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .attention import MultiheadAttention
+from .container import ModuleDict, ModuleList, Sequential
+from .conv import Conv2d
+from .dropout import Dropout
+from .linear import Flatten, Identity, Linear, Unflatten
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .sparse import Embedding
+from .transformer import TransformerEncoder, TransformerEncoderLayer
+
+__all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv2d", "MaxPool2d",
+           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
+           "Embedding", "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax",
+           "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU",
+           "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
+           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss",
+           "BCEWithLogitsLoss"]

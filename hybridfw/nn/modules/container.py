@@ -1,0 +1,221 @@
+"""Containers: Sequential, ModuleList, ModuleDict."""
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+
+from .module import Module
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+
+
+def _index(name: str, idx, n: int) -> int:
+    idx = operator.index(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"{name}: index {idx} is out of range for length {n}")
+    return idx % n
+
+
+class Sequential(Module):
+    """Runs its modules in order, each one's output the next one's input.
+
+    Built from modules (named ``'0'``, ``'1'``, ...) or from an OrderedDict of named ones.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> net = hf.nn.Sequential(hf.nn.Linear(4, 8), hf.nn.ReLU(), hf.nn.Linear(8, 1))
+        >>> net(hf.ones(2, 4)).shape
+        (2, 1)
+    """
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index("Sequential", idx, len(self))]
+
+    def __setitem__(self, idx, module: Module) -> None:
+        key = list(self._modules)[_index("Sequential", idx, len(self))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx) -> None:
+        keys = list(self._modules)
+        for key in (keys[idx] if isinstance(idx, slice) else
+                    [keys[_index("Sequential", idx, len(keys))]]):
+            del self._modules[key]
+        # Keep names 0..n-1 when they were positional.
+        if all(k.isdigit() for k in self._modules):
+            items = list(self._modules.values())
+            self._modules.clear()
+            for i, m in enumerate(items):
+                self._modules[str(i)] = m
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Sequential:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Sequential:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        items = list(self._modules.values())
+        n = len(items)
+        if not -n <= index <= n:
+            raise IndexError(f"Sequential.insert: index {index} is out of range for length {n}")
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+        return self
+
+    def forward(self, input):  # noqa: A002
+        for module in self._modules.values():
+            input = module(input)  # noqa: A001
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules, registered so their parameters are the container's.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> layers = hf.nn.ModuleList([hf.nn.Linear(2, 2) for _ in range(3)])
+        >>> len(list(layers.parameters()))
+        6
+    """
+
+    def __init__(self, modules: Iterable[Module] | None = None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])
+        return self._modules[str(_index("ModuleList", idx, len(self)))]
+
+    def __setitem__(self, idx, module: Module) -> None:
+        self.add_module(str(_index("ModuleList", idx, len(self))), module)
+
+    def __delitem__(self, idx) -> None:
+        items = list(self._modules.values())
+        if isinstance(idx, slice):
+            del items[idx]
+        else:
+            del items[_index("ModuleList", idx, len(items))]
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return type(self)([*self, *other])
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
+            raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
+                            f"got {type(modules).__name__}")
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+    def pop(self, idx: int = -1) -> Module:
+        module = self[idx]
+        del self[idx]
+        return module
+
+
+class ModuleDict(Module):
+    """An ordered dict of named modules, registered as children.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> heads = hf.nn.ModuleDict({"cls": hf.nn.Linear(4, 3), "reg": hf.nn.Linear(4, 1)})
+        >>> heads["reg"](hf.ones(2, 4)).shape
+        (2, 1)
+    """
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable | None = None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def items(self):
+        return self._modules.items()
+
+    def values(self):
+        return self._modules.values()
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        return self._modules.pop(key)
+
+    def update(self, modules) -> None:
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for i, pair in enumerate(pairs):
+            if len(pair) != 2:
+                raise ValueError(f"ModuleDict.update: element #{i} should be a (name, module) "
+                                 f"pair, got length {len(pair)}")
+            self[pair[0]] = pair[1]

@@ -1,0 +1,126 @@
+"""Convolution layers: Conv2d."""
+from __future__ import annotations
+
+import math
+
+from ...ops.factories import empty
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["Conv2d"]
+
+
+def _pair(value, name: str) -> tuple:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    value = tuple(value)
+    if len(value) != 2 or not all(isinstance(v, int) for v in value):
+        raise ValueError(f"Conv2d: {name} must be an int or a pair of ints, got {value!r}")
+    return value
+
+
+class Conv2d(Module):
+    """2-D convolution over ``(N, C_in, H, W)`` (or unbatched ``(C_in, H, W)``) input.
+
+    Arguments, parameter shapes (``weight``: ``(out_channels, in_channels // groups, kH, kW)``)
+    and initialisation follow PyTorch. ``padding`` may be an int, a pair, ``'valid'`` or
+    ``'same'``; ``padding_mode`` is ``'zeros'``, ``'reflect'``, ``'replicate'`` or
+    ``'circular'``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> conv = hf.nn.Conv2d(3, 8, kernel_size=3, padding=1)
+        >>> conv(hf.randn(2, 3, 16, 16)).shape
+        (2, 8, 16, 16)
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError(f"Conv2d: groups must be a positive integer, got {groups}")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels "
+                             f"({out_channels}) must both be divisible by groups ({groups})")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or "
+                             f"'circular', got {padding_mode!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.dilation = _pair(dilation, "dilation")
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Conv2d: padding string must be 'valid' or 'same', got "
+                                 f"{padding!r}")
+            if padding == "same" and self.stride != (1, 1):
+                raise ValueError("Conv2d: padding='same' is not supported for strided "
+                                 "convolutions")
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding")
+        # F.pad order (last dim first): (left, right, top, bottom).
+        if self.padding == "valid":
+            pads = (0, 0, 0, 0)
+        elif self.padding == "same":
+            pads = ()
+            for d, k in zip(reversed(self.dilation), reversed(self.kernel_size)):
+                total = d * (k - 1)
+                pads += (total // 2, total - total // 2)
+        else:
+            pads = (self.padding[1], self.padding[1], self.padding[0], self.padding[0])
+        self._reversed_padding_repeated_twice = pads
+        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size,
+                                      dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Conv2d: expected 3-D (C, H, W) or 4-D (N, C, H, W) input, got "
+                             f"input of shape {tuple(input.shape)}")
+        c = input.shape[-3]
+        if c != self.in_channels and c != -1:
+            raise ValueError(f"Conv2d: expected input with {self.in_channels} channels (dim "
+                             f"-3), got input of shape {tuple(input.shape)}")
+        pads = self._reversed_padding_repeated_twice
+        if self.padding_mode == "zeros":
+            padding = ((pads[2], pads[3]), (pads[0], pads[1]))  # conv2d pads as it copies
+        else:
+            input = F.pad(input, pads, mode=self.padding_mode)  # noqa: A001
+            padding = 0
+        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding not in ((0, 0), "valid"):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s

@@ -1,0 +1,160 @@
+"""Normalization layers: BatchNorm1d, BatchNorm2d, LayerNorm."""
+from __future__ import annotations
+
+import numbers
+
+from ...dtypes import int64
+from ...dygraph.tensor import tensor
+from ...ops.factories import empty, ones, zeros
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+
+
+class _BatchNorm(Module):
+    """Shared BatchNorm logic; subclasses say which input ranks they accept."""
+
+    _ranks: tuple = ()
+    _layout: str = ""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):  # noqa: A002
+        name = type(self).__name__
+        if input.ndim not in self._ranks:
+            raise ValueError(f"{name}: expected {self._layout} input, got input of shape "
+                             f"{tuple(input.shape)}")
+        if input.shape[1] != self.num_features and input.shape[1] != -1:
+            raise ValueError(f"{name}: expected input with num_features={self.num_features} "
+                             f"channels (dim 1), got input of shape {tuple(input.shape)}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked)
+        # Batch statistics in training, or whenever there are no running statistics to use.
+        use_batch_stats = self.training or (self.running_mean is None
+                                            and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if track else None,
+                            self.running_var if track else None, self.weight, self.bias,
+                            use_batch_stats, momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization over ``(N, C)`` or ``(N, C, L)`` input, per channel ``C``.
+
+    In training it normalizes with the batch statistics and updates ``running_mean`` /
+    ``running_var`` (unbiased variance) by ``momentum`` (``None``: cumulative average); in eval
+    it uses the running statistics.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> bn = hf.nn.BatchNorm1d(3)
+        >>> bn(hf.randn(8, 3)).shape
+        (8, 3)
+    """
+
+    _ranks = (2, 3)
+    _layout = "2-D (N, C) or 3-D (N, C, L)"
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization over ``(N, C, H, W)`` input, per channel ``C`` (see BatchNorm1d)."""
+
+    _ranks = (4,)
+    _layout = "4-D (N, C, H, W)"
+
+
+class LayerNorm(Module):
+    """Normalizes over the last ``len(normalized_shape)`` dims, then applies the elementwise
+    affine ``weight`` (ones) and ``bias`` (zeros).
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> ln = hf.nn.LayerNorm(4)
+        >>> ln(hf.randn(2, 4)).shape
+        (2, 4)
+    """
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(s) for s in normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(empty(self.normalized_shape, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):  # noqa: A002
+        k = len(self.normalized_shape)
+        tail = tuple(input.shape[input.ndim - k:]) if input.ndim >= k else None
+        if tail is None or any(a != b and a != -1 for a, b in zip(tail, self.normalized_shape)):
+            raise ValueError(f"LayerNorm: expected input whose last {k} dim(s) are "
+                             f"{self.normalized_shape}, got input of shape "
+                             f"{tuple(input.shape)}")
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

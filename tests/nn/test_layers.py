@@ -1,0 +1,348 @@
+"""hf.nn layers against numpy references written here; gradients by float64 finite differences;
+BatchNorm/Dropout mode switching; PyTorch as an extra oracle when installed."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw import nn
+
+sliding = np.lib.stride_tricks.sliding_window_view
+erf = np.vectorize(math.erf)
+
+
+def npy(t):
+    return t.detach().numpy()
+
+
+def check_grads(fn, tensors, seed=0, eps=1e-6, rtol=1e-6):
+    """Autograd vs a central difference along one random direction (float64 leaves)."""
+    assert hf.autograd.gradcheck(lambda *_: fn(), tensors, seed=seed, eps=eps, rtol=rtol)
+
+
+# ---- Linear, Identity, Flatten ----------------------------------------------------------------
+def test_linear_forward_shapes_and_errors():
+    lin = nn.Linear(5, 3)
+    x = np.random.default_rng(0).standard_normal((2, 4, 5)).astype(np.float32)
+    ref = x @ npy(lin.weight).T + npy(lin.bias)
+    np.testing.assert_allclose(npy(lin(hf.tensor(x))), ref, rtol=1e-5, atol=1e-6)
+    nobias = nn.Linear(5, 3, bias=False)
+    assert [n for n, _ in nobias.named_parameters()] == ["weight"]
+    np.testing.assert_allclose(npy(nobias(hf.tensor(x))), x @ npy(nobias.weight).T, rtol=1e-5,
+                               atol=1e-6)
+    assert lin.weight.shape == (3, 5) and lin.bias.shape == (3,)
+    with pytest.raises(ValueError, match=r"Linear.*in_features=5.*\(2, 4\)"):
+        lin(hf.ones(2, 4))
+    assert nn.Linear(2, 2, dtype=hf.float64).weight.dtype == hf.float64
+
+
+def test_linear_gradients():
+    lin = nn.Linear(4, 3).double()
+    x = hf.randn(5, 4, dtype=hf.float64, requires_grad=True)
+    check_grads(lambda: lin(x), [x, lin.weight, lin.bias])
+
+
+def test_identity_flatten_unflatten():
+    x = hf.randn(2, 3, 4, 5)
+    assert nn.Identity(7, foo=1)(x) is x
+    assert nn.Flatten()(x).shape == (2, 60)
+    assert nn.Flatten(0, 2)(x).shape == (24, 5)
+    assert nn.Unflatten(1, (3, 1))(hf.ones(2, 3)).shape == (2, 3, 1)
+
+
+# ---- activations, dropout ---------------------------------------------------------------------
+def test_activations_against_numpy():
+    x = np.linspace(-4, 4, 24, dtype=np.float32).reshape(2, 3, 4)
+    t = hf.tensor(x)
+    sig = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(npy(nn.ReLU()(t)), np.maximum(x, 0))
+    np.testing.assert_allclose(npy(nn.Tanh()(t)), np.tanh(x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(npy(nn.Sigmoid()(t)), sig, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(npy(nn.SiLU()(t)), x * sig, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(npy(nn.GELU()(t)), 0.5 * x * (1 + erf(x / math.sqrt(2))),
+                               rtol=1e-5, atol=1e-6)
+    tanh_gelu = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(npy(nn.GELU("tanh")(t)), tanh_gelu, rtol=1e-5, atol=1e-6)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(npy(nn.Softmax(dim=1)(t)), e / e.sum(1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(npy(nn.LogSoftmax(dim=1)(t)), np.log(e / e.sum(1, keepdims=True)),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError):
+        nn.GELU("fast")
+
+
+def test_dropout_train_and_eval():
+    drop = nn.Dropout(0.25)
+    x = hf.ones(200, 100)
+    hf.manual_seed(0)
+    y = npy(drop(x))
+    kept = y != 0
+    assert 0.72 < kept.mean() < 0.78
+    np.testing.assert_allclose(y[kept], 1 / 0.75, rtol=1e-6)
+    drop.eval()
+    assert np.array_equal(npy(drop(x)), npy(x))
+    drop.train()
+    assert (npy(drop(x)) == 0).any()
+    assert np.array_equal(npy(nn.Dropout(0.0)(x)), npy(x))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        nn.Dropout(1.5)
+
+
+# ---- convolution and pooling ------------------------------------------------------------------
+def np_conv2d(x, w, b, stride, padding, dilation, groups):
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    kh, kw = w.shape[2:]
+    win = sliding(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
+    win = win[:, :, ::sh, ::sw, ::dh, ::dw]  # (N, C, OH, OW, kh, kw)
+    cin, cout = x.shape[1] // groups, w.shape[0] // groups
+    outs = [np.einsum("nchwij,ocij->nohw", win[:, g * cin:(g + 1) * cin],
+                      w[g * cout:(g + 1) * cout]) for g in range(groups)]
+    out = np.concatenate(outs, 1)
+    return out if b is None else out + b[None, :, None, None]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"stride": 2, "padding": 1}, {"padding": (2, 1), "dilation": 2},
+    {"groups": 2, "stride": (1, 2)}, {"bias": False},
+])
+def test_conv2d_against_numpy(kwargs):
+    conv = nn.Conv2d(4, 6, 3, **kwargs)
+    assert conv.weight.shape == (6, 4 // conv.groups, 3, 3)
+    x = np.random.default_rng(1).standard_normal((2, 4, 9, 8)).astype(np.float32)
+    ref = np_conv2d(x, npy(conv.weight), None if conv.bias is None else npy(conv.bias),
+                    conv.stride, conv.padding, conv.dilation, conv.groups)
+    np.testing.assert_allclose(npy(conv(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
+    unbatched = conv(hf.tensor(x[0]))
+    np.testing.assert_allclose(npy(unbatched), ref[0], rtol=1e-4, atol=1e-5)
+
+
+def test_conv2d_same_padding_modes_and_errors():
+    x = np.random.default_rng(2).standard_normal((1, 2, 7, 6)).astype(np.float32)
+    conv = nn.Conv2d(2, 3, (4, 3), padding="same")
+    out = npy(conv(hf.tensor(x)))
+    assert out.shape == (1, 3, 7, 6)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 2), (1, 1)))  # total pad 3 rows: 1 before, 2 after
+    np.testing.assert_allclose(out, np_conv2d(xp, npy(conv.weight), npy(conv.bias), (1, 1),
+                                              (0, 0), (1, 1), 1), rtol=1e-4, atol=1e-5)
+    assert nn.Conv2d(2, 3, 3, padding="valid")(hf.tensor(x)).shape == (1, 3, 5, 4)
+    refl = nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect")
+    xr = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="reflect")
+    np.testing.assert_allclose(npy(refl(hf.tensor(x))),
+                               np_conv2d(xr, npy(refl.weight), npy(refl.bias), (1, 1), (0, 0),
+                                         (1, 1), 1), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="divisible by groups"):
+        nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match=r"Conv2d.*2 channels.*\(1, 3, 5, 5\)"):
+        nn.Conv2d(2, 3, 3)(hf.ones(1, 3, 5, 5))
+    with pytest.raises(ValueError, match="Conv2d"):
+        nn.Conv2d(2, 3, 3)(hf.ones(5, 5))
+    assert "kernel_size=(3, 3), stride=(1, 1)" in repr(nn.Conv2d(2, 3, 3))
+
+
+def test_pooling_against_numpy():
+    x = np.random.default_rng(3).standard_normal((2, 3, 9, 8)).astype(np.float32)
+    t = hf.tensor(x)
+    ref = sliding(x, (2, 2), axis=(2, 3))[:, :, ::2, ::2].max((-1, -2))
+    np.testing.assert_allclose(npy(nn.MaxPool2d(2)(t)), ref)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    ref = sliding(xp, (3, 3), axis=(2, 3))[:, :, ::2, ::2].max((-1, -2))
+    np.testing.assert_allclose(npy(nn.MaxPool2d(3, stride=2, padding=1)(t)), ref)
+    ref = sliding(x, (3, 3), axis=(2, 3))[:, :, ::3, ::3].mean((-1, -2))
+    np.testing.assert_allclose(npy(nn.AvgPool2d(3)(t)), ref, rtol=1e-5, atol=1e-6)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = sliding(xp, (2, 2), axis=(2, 3))[:, :, ::2, ::2].mean((-1, -2))
+    np.testing.assert_allclose(npy(nn.AvgPool2d(2, padding=1)(t)), ref, rtol=1e-5, atol=1e-6)
+
+    out = npy(nn.AdaptiveAvgPool2d((4, 3))(t))
+    ref = np.empty((2, 3, 4, 3), np.float32)
+    for i in range(4):
+        for j in range(3):
+            h0, h1 = (i * 9) // 4, -(-((i + 1) * 9) // 4)
+            w0, w1 = (j * 8) // 3, -(-((j + 1) * 8) // 3)
+            ref[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean((-1, -2))
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    assert nn.AdaptiveAvgPool2d(1)(t).shape == (2, 3, 1, 1)
+    with pytest.raises(ValueError, match="MaxPool2d"):
+        nn.MaxPool2d(2)(hf.ones(4, 4))
+
+
+# ---- normalization ----------------------------------------------------------------------------
+def np_batch_norm_train(x, rm, rv, w, b, momentum, eps):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean, var = x.mean(axes), x.var(axes)
+    n = x.size // x.shape[1]
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    y = y * w.reshape(shape) + b.reshape(shape)
+    new_var = (1 - momentum) * rv + momentum * var * n / (n - 1)  # unbiased
+    return y, (1 - momentum) * rm + momentum * mean, new_var
+
+
+def np_batch_norm_eval(x, rm, rv, w, b, eps):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return (x - rm.reshape(shape)) / np.sqrt(rv.reshape(shape) + eps) * w.reshape(shape) + \
+        b.reshape(shape)
+
+
+@pytest.mark.parametrize("cls,shape", [(nn.BatchNorm1d, (8, 3)), (nn.BatchNorm1d, (4, 3, 5)),
+                                       (nn.BatchNorm2d, (4, 3, 5, 2))])
+def test_batch_norm_train_eval_and_running_stats(cls, shape):
+    rng = np.random.default_rng(4)
+    bn = cls(3, momentum=0.2).double()
+    with hf.no_grad():
+        bn.weight.copy_(hf.tensor(rng.standard_normal(3)))
+        bn.bias.copy_(hf.tensor(rng.standard_normal(3)))
+    w, b = npy(bn.weight), npy(bn.bias)
+    rm, rv = np.zeros(3), np.ones(3)
+    for step in range(3):
+        x = rng.standard_normal(shape) * 2 + 1
+        y = npy(bn(hf.tensor(x)))
+        ref, rm, rv = np_batch_norm_train(x, rm, rv, w, b, 0.2, bn.eps)
+        np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(npy(bn.running_mean), rm, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(npy(bn.running_var), rv, rtol=1e-10, atol=1e-12)
+        assert bn.num_batches_tracked.item() == step + 1
+    bn.eval()
+    x = rng.standard_normal(shape)
+    np.testing.assert_allclose(npy(bn(hf.tensor(x))), np_batch_norm_eval(x, rm, rv, w, b, bn.eps),
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(npy(bn.running_mean), rm)  # eval leaves the stats alone
+    assert bn.num_batches_tracked.item() == 3
+
+
+def test_batch_norm_cumulative_average_and_variants():
+    rng = np.random.default_rng(5)
+    bn = nn.BatchNorm1d(2, momentum=None).double()
+    xs = [rng.standard_normal((6, 2)) for _ in range(3)]
+    for x in xs:
+        bn(hf.tensor(x))
+    np.testing.assert_allclose(npy(bn.running_mean), np.mean([x.mean(0) for x in xs], 0),
+                               rtol=1e-10)
+    np.testing.assert_allclose(npy(bn.running_var), np.mean([x.var(0, ddof=1) for x in xs], 0),
+                               rtol=1e-10)
+
+    free = nn.BatchNorm2d(2, affine=False, track_running_stats=False)
+    assert list(free.state_dict()) == [] and free.running_mean is None and free.weight is None
+    x = rng.standard_normal((3, 2, 4, 4)).astype(np.float32)
+    ones, zeros = np.ones(2, np.float32), np.zeros(2, np.float32)
+    ref = np_batch_norm_train(x, zeros, ones, ones, zeros, 0.1, 1e-5)[0]
+    np.testing.assert_allclose(npy(free(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
+    free.eval()  # no running stats: still batch statistics
+    np.testing.assert_allclose(npy(free(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
+
+    bn = nn.BatchNorm2d(3)
+    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var",
+                                     "num_batches_tracked"]
+    with pytest.raises(ValueError, match=r"BatchNorm2d.*4-D.*\(2, 3\)"):
+        bn(hf.ones(2, 3))
+    with pytest.raises(ValueError, match=r"BatchNorm1d.*num_features=3.*\(2, 4\)"):
+        nn.BatchNorm1d(3)(hf.ones(2, 4))
+
+
+def test_batch_norm_gradients_in_train_mode():
+    bn = nn.BatchNorm2d(3).double()
+    with hf.no_grad():
+        bn.weight.copy_(hf.tensor([0.5, 1.5, -1.0]))
+        bn.bias.copy_(hf.tensor([0.1, 0.2, 0.3]))
+    x = hf.randn(4, 3, 3, 2, dtype=hf.float64, requires_grad=True)
+    check_grads(lambda: bn(x), [x, bn.weight, bn.bias])
+    bn.eval()
+    check_grads(lambda: bn(x), [x, bn.weight, bn.bias])
+
+
+def test_layer_norm_against_numpy_and_gradients():
+    rng = np.random.default_rng(6)
+    ln = nn.LayerNorm((3, 4)).double()
+    with hf.no_grad():
+        ln.weight.copy_(hf.tensor(rng.standard_normal((3, 4))))
+        ln.bias.copy_(hf.tensor(rng.standard_normal((3, 4))))
+    x = rng.standard_normal((2, 3, 4)) * 3
+    mean = x.mean((1, 2), keepdims=True)
+    var = x.var((1, 2), keepdims=True)
+    ref = (x - mean) / np.sqrt(var + 1e-5) * npy(ln.weight) + npy(ln.bias)
+    np.testing.assert_allclose(npy(ln(hf.tensor(x))), ref, rtol=1e-10, atol=1e-12)
+    xt = hf.tensor(x, requires_grad=True)
+    check_grads(lambda: ln(xt), [xt, ln.weight, ln.bias])
+    plain = nn.LayerNorm(4, elementwise_affine=False)
+    assert list(plain.parameters()) == []
+    assert nn.LayerNorm(4, bias=False).bias is None
+    with pytest.raises(ValueError, match=r"LayerNorm.*\(3, 4\).*\(2, 4, 3\)"):
+        ln(hf.ones(2, 4, 3, dtype=hf.float64))
+
+
+# ---- embedding --------------------------------------------------------------------------------
+def test_embedding_lookup_padding_and_pretrained():
+    emb = nn.Embedding(10, 3, padding_idx=0)
+    idx = np.array([[0, 2, 9], [2, 2, 5]])
+    out = emb(hf.tensor(idx))
+    np.testing.assert_array_equal(npy(out), npy(emb.weight)[idx])
+    (out * hf.randn(2, 3, 3)).sum().backward()
+    grad = emb.weight.grad.numpy()
+    assert not grad[0].any() and grad[2].any() and not grad[1].any()
+    weights = hf.randn(4, 2)
+    pre = nn.Embedding.from_pretrained(weights)
+    assert not pre.weight.requires_grad and pre.weight.shape == (4, 2)
+    np.testing.assert_array_equal(npy(pre(hf.tensor([3]))), npy(weights)[[3]])
+    assert nn.Embedding.from_pretrained(weights, freeze=False).weight.requires_grad
+    assert repr(emb) == "Embedding(10, 3, padding_idx=0)"
+
+
+# ---- losses -----------------------------------------------------------------------------------
+def test_loss_modules_against_numpy():
+    rng = np.random.default_rng(7)
+    logits = rng.standard_normal((5, 4)).astype(np.float32)
+    target = np.array([0, 3, 1, 1, 2])
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    ce = nn.CrossEntropyLoss()(hf.tensor(logits), hf.tensor(target))
+    assert ce.item() == pytest.approx(-logp[np.arange(5), target].mean(), rel=1e-5)
+    nll = nn.NLLLoss(reduction="sum")(hf.tensor(logp), hf.tensor(target))
+    assert nll.item() == pytest.approx(-logp[np.arange(5), target].sum(), rel=1e-5)
+    a, b = rng.random((3, 2)).astype(np.float32), rng.random((3, 2)).astype(np.float32)
+    assert nn.MSELoss()(hf.tensor(a), hf.tensor(b)).item() == pytest.approx(((a - b) ** 2).mean(),
+                                                                            rel=1e-5)
+    assert nn.L1Loss(reduction="sum")(hf.tensor(a), hf.tensor(b)).item() == pytest.approx(
+        np.abs(a - b).sum(), rel=1e-5)
+    bce = -(b * np.log(a) + (1 - b) * np.log(1 - a)).mean()
+    assert nn.BCELoss()(hf.tensor(a), hf.tensor(b)).item() == pytest.approx(bce, rel=1e-5)
+    s = 1 / (1 + np.exp(-logits[:3, :2]))
+    bcel = -(b * np.log(s) + (1 - b) * np.log(1 - s)).mean()
+    assert nn.BCEWithLogitsLoss()(hf.tensor(logits[:3, :2]), hf.tensor(b)).item() == \
+        pytest.approx(bcel, rel=1e-5)
+    with pytest.raises(ValueError, match="reduction"):
+        nn.MSELoss(reduction="avg")
+
+
+# ---- PyTorch as an extra oracle ---------------------------------------------------------------
+def test_conv_and_batch_norm_match_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tnet = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1, groups=1),
+                               torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                               torch.nn.Conv2d(8, 4, 3, padding=2, dilation=2, groups=2),
+                               torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                               torch.nn.Linear(4 * 2 * 2, 5))
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                        nn.Conv2d(8, 4, 3, padding=2, dilation=2, groups=2), nn.MaxPool2d(2),
+                        nn.Flatten(), nn.Linear(16, 5))
+    net.load_state_dict({k: v.detach().numpy() for k, v in tnet.state_dict().items()})
+    x = np.random.default_rng(8).standard_normal((2, 3, 9, 9)).astype(np.float32)
+    for _ in range(2):  # train mode: batch statistics and running-stat updates
+        out, tout = net(hf.tensor(x)), tnet(torch.from_numpy(x))
+        np.testing.assert_allclose(npy(out), tout.detach().numpy(), atol=1e-5, rtol=1e-4)
+    for key, value in tnet.state_dict().items():
+        np.testing.assert_allclose(npy(net.state_dict()[key]), value.numpy(), atol=1e-6,
+                                   rtol=1e-5)
+    tout.sum().backward()
+    out.sum().backward()
+    for (name, p), (tname, tp) in zip(net.named_parameters(), tnet.named_parameters()):
+        assert name == tname
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), atol=1e-4, rtol=1e-4)
+    net.eval()
+    tnet.eval()
+    np.testing.assert_allclose(npy(net(hf.tensor(x))), tnet(torch.from_numpy(x)).detach().numpy(),
+                               atol=1e-5, rtol=1e-4)
