@@ -269,14 +269,17 @@ def _accumulate_leaves(leaves, buffers, root_grads, create_graph):
         if g is None:
             continue
         if leaf.grad is None:
-            shared = id(g._storage) in taken or g._data.base is not None or \
-                not g._data.flags.c_contiguous
+            # A view is fine (a transposed weight gradient) as long as it covers all of its
+            # storage and is writable (not a broadcast); otherwise copy.
+            data = g._data
+            shared = id(g._storage) in taken or not data.flags.writeable or \
+                g._storage.nbytes != data.nbytes
             if create_graph:
                 leaf.grad = g.clone() if shared else g  # clone() stays differentiable here
             elif shared:
                 leaf.grad = g.detach().clone()
             else:
-                leaf.grad = g.detach() if g._node is not None else g
+                leaf.grad = g.detach()  # a plain tensor, never marked as a view of another
             taken.add(id(leaf.grad._storage))
         elif create_graph or leaf.grad._node is not None:
             leaf.grad = leaf.grad + g

@@ -149,15 +149,10 @@ def linear(input, weight, bias=None):  # noqa: A002
         raise ValueError(f"linear: input of shape {tuple(input.shape)} has {input.shape[-1]} "
                          f"features but weight of shape {tuple(weight.shape)} expects "
                          f"{features}")
-    w_t = weight if weight.ndim == 1 else apply(S.permute, weight, dims=(1, 0))
-    if input.ndim > 2 and -1 not in input.shape[:-1]:
-        # one (batch*rows, in) @ (in, out) BLAS call instead of a batched loop of small ones
-        lead = tuple(input.shape[:-1])
-        flat = apply(S.reshape, input, shape=(-1, features))
-        out = apply(L.matmul, flat, w_t)
-        out = apply(S.reshape, out, shape=lead + tuple(out.shape[1:]))
+    if weight.ndim == 1:
+        out = apply(L.matmul, input, weight)
     else:
-        out = apply(L.matmul, input, w_t)
+        out = apply(L.linear, input, weight)
     if bias is not None:
         out = out + bias
     return out

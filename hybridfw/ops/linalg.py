@@ -67,6 +67,44 @@ matmul = register("matmul", infer=_matmul_infer, kernel=_matmul_kernel, save=(0,
                   vjp=(_matmul_grad_a, _matmul_grad_b))
 
 
+# --------------------------------------------------------------------------- linear
+def _linear_infer(x, w):
+    if w.ndim != 2 or x.ndim < 1:
+        raise ValueError(f"linear: expected a 2-D weight and an input with at least 1 dim, got "
+                         f"input {tuple(x.shape)} and weight {tuple(w.shape)}")
+    if x.dtype is not w.dtype:
+        raise TypeError(f"linear: input dtype {x.dtype} does not match weight dtype {w.dtype}")
+    if x.shape[-1] != w.shape[1] and -1 not in (x.shape[-1], w.shape[1]):
+        raise ValueError(f"linear: input of shape {tuple(x.shape)} has {x.shape[-1]} features "
+                         f"but weight of shape {tuple(w.shape)} expects {w.shape[1]}")
+    return tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, None
+
+
+def _linear_kernel(xp, x, w):
+    # one (rows, in) @ (in, out) BLAS call whatever the leading dims
+    out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T)
+    return out.reshape(x.shape[:-1] + (w.shape[0],))
+
+
+def _rows(t):
+    return apply(reshape, t, shape=(-1, t.shape[-1])) if t.ndim != 2 else t
+
+
+def _linear_grad_x(g, out, x, w):
+    gx = apply(matmul, _rows(g), w)
+    return gx if x.ndim == 2 else apply(reshape, gx, shape=tuple(x.shape))
+
+
+def _linear_grad_w(g, out, x, w):
+    # (out, rows) @ (rows, in): the weight gradient comes out contiguous in w's own layout
+    return apply(matmul, _mT(_rows(g)), _rows(x))
+
+
+linear = register("linear", infer=_linear_infer, kernel=_linear_kernel, save=(0, 1),
+                  vjp=(_linear_grad_x, _linear_grad_w),
+                  doc="x @ w.T for a 2-D weight w of shape (out_features, in_features)")
+
+
 # --------------------------------------------------------------------------- einsum
 def parse_equation(equation: str, ndims) -> tuple:
     """Normalize an einsum equation to explicit form without '...': (input_specs, output)."""
@@ -150,4 +188,4 @@ def _einsum_grad(g, out, *xs, equation, input_index):
 einsum = register("einsum", infer=_einsum_infer, kernel=_einsum_kernel, variadic=True,
                   save=slice(0, None), vjp=(_einsum_grad,))
 
-__all__ = ["matmul", "einsum", "parse_equation"]
+__all__ = ["matmul", "linear", "einsum", "parse_equation"]

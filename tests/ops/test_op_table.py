@@ -546,6 +546,10 @@ OPS = [
         lambda x, i: np.take(x, i, 0), [A34, Fixed(SEL_REPEAT)]),
     # ------------------------------------------------------------------ matmul / einsum
     Row("matmul_2d", lambda x, y: x @ y, np.matmul, [A34, Inp((4, 5))], FLOATS_INT, order=2),
+    Row("linear_2d", lambda x, w: hf.nn.functional.linear(x, w), lambda x, w: x @ w.T,
+        [A34, Inp((5, 4))], order=2),
+    Row("linear_3d_bias", lambda x, w, b: hf.nn.functional.linear(x, w, b),
+        lambda x, w, b: x @ w.T + b, [Inp((2, 3, 4)), Inp((5, 4)), Inp((5,))], order=2),
     Row("matmul_batched", lambda x, y: hf.matmul(x, y), np.matmul,
         [Inp((2, 3, 4)), Inp((2, 4, 5))], order=2),
     Row("matmul_batched_2d", lambda x, y: x.matmul(y), np.matmul,
