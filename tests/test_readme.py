@@ -1,0 +1,20 @@
+"""The README stays true: its quickstart runs, and it gives exactly the two set-up commands."""
+import re
+from pathlib import Path
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def test_quickstart_runs(tmp_path, monkeypatch):
+    code = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md quickstart", "exec"), {})
+    assert (tmp_path / "model.hf").exists()
+
+
+def test_two_setup_commands():
+    commands = [line.strip() for line in README.splitlines() if line.startswith("    pip install")]
+    assert commands == ["pip install -e '.[demo]' && python -m hybridfw.demo",
+                        "pip install -e '.[dev]' && python -m pytest -n 2 tests"]
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert "pip install -q -e '.[dev]' && python -m pytest -n 2 tests" in ci
