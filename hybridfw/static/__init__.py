@@ -1,5 +1,19 @@
-"""``hf.static``: the static-graph IR, passes, autodiff, memory planner and executor.
+"""``hf.static``: the static-graph IR, building programs, and the executor.
 
-Filled by the static-graph work; the op registry (``hybridfw.ops``) already serves it: a static
-interpreter registers itself through ``ops.registry.use_interpreter`` and records operators.
+Example::
+
+    >>> import hybridfw as hf
+    >>> prog = hf.static.Program()
+    >>> with hf.static.program_guard(prog):
+    ...     x = hf.static.data("x", [None, 3], "float32")
+    ...     y = (x * 2.0).sum(dim=1)
+    >>> out, = hf.static.Executor().run(prog, feed={"x": hf.ones(2, 3)}, fetch_list=[y])
+    >>> out.tolist()
+    [6.0, 6.0]
 """
+from .builder import StaticInterpreter, current_program, data, default_main_program, program_guard
+from .executor import Executor
+from .ir import Block, Operator, Program, Variable
+
+__all__ = ["Program", "Block", "Operator", "Variable", "program_guard", "data", "Executor",
+           "StaticInterpreter", "default_main_program", "current_program"]

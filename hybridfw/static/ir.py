@@ -1,0 +1,200 @@
+"""The static IR: a Program of Blocks of Operators over Variables.
+
+- A :class:`Variable` is a named value of known dtype and shape (``-1`` for a dim only known at
+  run time). It has every tensor method (``TensorMethods``), so ordinary hybridfw code builds
+  programs unchanged. ``persistable`` marks values that live across runs (parameters, buffers,
+  constants), held by the Program in ``params``.
+- An :class:`Operator` names a registry op (or a control-flow kind such as ``cond``/``while``),
+  its inputs (variable *names*, or Python scalars), its outputs (variable names), its attributes
+  and, for control flow, its sub-blocks.
+- A :class:`Block` is an ordered list of operators with the variables they define; block 0 is the
+  global block, others are nested bodies whose ``parent`` is the enclosing block.
+
+Operators refer to variables by name, so rebinding a Python name after an in-place update only
+has to point that Variable at a new name.
+"""
+from __future__ import annotations
+
+import itertools
+
+from ..backend import cpu
+from ..dtypes import DType, as_dtype
+from ..ops.methods import TensorMethods
+
+__all__ = ["Variable", "Operator", "Block", "Program"]
+
+
+class Variable(TensorMethods):
+    """A value in a static program (the static counterpart of an eager Tensor)."""
+
+    __slots__ = ("name", "shape", "dtype", "persistable", "block", "__weakref__")
+
+    def __init__(self, block: "Block", name: str, shape, dtype, persistable: bool = False):
+        self.block = block
+        self.name = name
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype: DType = as_dtype(dtype)
+        self.persistable = persistable
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def device(self):
+        return self.block.program.device
+
+    @property
+    def requires_grad(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def _to_tensor(self, value):
+        return self.block.program.constant(value)
+
+    def __repr__(self) -> str:
+        kind = "param " if self.persistable else ""
+        return f"Variable({kind}{self.name}: {self.shape} {self.dtype.name})"
+
+    def __bool__(self):
+        raise TypeError(f"the truth value of static Variable '{self.name}' is only known when the "
+                        "program runs; use hf.static.nn.cond (or hf.jit.to_static, which converts "
+                        "`if` statements) instead of Python `if`")
+
+    def __len__(self) -> int:
+        if not self.shape or self.shape[0] == -1:
+            raise TypeError(f"len() of static Variable '{self.name}' with shape {self.shape} is "
+                            "not known while building the program")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError(f"static Variable '{self.name}' has no value while the program is being "
+                        "built; run it with hf.static.Executor().run(...)")
+
+
+class Operator:
+    """One operator: ``outputs = type(inputs, **attrs)`` (plus sub-blocks for control flow)."""
+
+    __slots__ = ("type", "inputs", "outputs", "attrs", "blocks")
+
+    def __init__(self, type_: str, inputs, outputs, attrs=None, blocks=()):
+        self.type = type_
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.attrs = dict(attrs or {})
+        self.blocks = tuple(blocks)
+
+    def input_names(self):
+        return [i for i in self.inputs if isinstance(i, str)]
+
+    def __repr__(self) -> str:
+        return f"Operator({self.type}: {self.inputs} -> {self.outputs})"
+
+
+class Block:
+    """An ordered list of operators and the variables they define."""
+
+    def __init__(self, program: "Program", idx: int, parent: "Block | None"):
+        self.program = program
+        self.idx = idx
+        self.parent = parent
+        self.ops: list[Operator] = []
+        self.vars: dict[str, Variable] = {}
+
+    def create_var(self, shape, dtype, name: str | None = None,
+                   persistable: bool = False) -> Variable:
+        name = name or self.program.unique_name("t")
+        if self.find_var(name) is not None and name in self.vars:
+            raise ValueError(f"a variable named {name!r} already exists in block {self.idx}")
+        var = Variable(self, name, shape, dtype, persistable)
+        self.vars[name] = var
+        return var
+
+    def find_var(self, name: str) -> Variable | None:
+        block = self
+        while block is not None:
+            var = block.vars.get(name)
+            if var is not None:
+                return var
+            block = block.parent
+        return None
+
+    def var(self, name: str) -> Variable:
+        var = self.find_var(name)
+        if var is None:
+            raise KeyError(f"no variable named {name!r} in block {self.idx} or its parents")
+        return var
+
+    def append_op(self, op: Operator) -> Operator:
+        self.ops.append(op)
+        return op
+
+
+class Program:
+    """A static program: ``blocks[0]`` is the global block; ``params`` holds persistable values.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> prog = hf.static.Program()
+        >>> with hf.static.program_guard(prog):
+        ...     x = hf.static.data("x", [-1, 3], "float32")
+        ...     y = (x * 2).sum(dim=1)
+        >>> print(prog)  # doctest: +SKIP
+    """
+
+    def __init__(self, device=cpu):
+        self.blocks: list[Block] = [Block(self, 0, None)]
+        self.params: dict = {}        # name -> eager Tensor (parameters, buffers, constants)
+        self.feeds: list[str] = []    # names of hf.static.data inputs, in creation order
+        self.device = device
+        self._counter = itertools.count()
+        self._captured: dict = {}     # id(eager tensor) -> variable name
+        self._current = 0
+
+    # ---- structure --------------------------------------------------------------------------
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def current_block(self) -> Block:
+        return self.blocks[self._current]
+
+    def new_block(self) -> Block:
+        block = Block(self, len(self.blocks), self.current_block())
+        self.blocks.append(block)
+        return block
+
+    def unique_name(self, prefix: str) -> str:
+        while True:
+            name = f"{prefix}{next(self._counter)}"
+            if all(name not in b.vars for b in self.blocks):
+                return name
+
+    # ---- values from outside ----------------------------------------------------------------
+    def capture(self, tensor, prefix: str = "param") -> Variable:
+        """The persistable Variable standing for an eager tensor (one per tensor)."""
+        name = self._captured.get(id(tensor))
+        if name is None:
+            name = self.unique_name(prefix)
+            self._captured[id(tensor)] = name
+            self.params[name] = tensor
+            self.global_block().create_var(tensor.shape, tensor.dtype, name, persistable=True)
+        return self.global_block().vars[name]
+
+    def constant(self, value) -> Variable:
+        """A persistable constant made from Python data or a numpy array."""
+        from ..dygraph.tensor import tensor
+        return self.capture(tensor(value, device=self.device), prefix="const")
+
+    def trainable_params(self) -> list:
+        return [n for n, t in self.params.items() if getattr(t, "requires_grad", False)]
+
+    def __str__(self) -> str:
+        from .printer import format_program
+        return format_program(self)
+
+    def to_dot(self) -> str:
+        from .printer import program_to_dot
+        return program_to_dot(self)

@@ -1,0 +1,77 @@
+"""Readable, stable text of a Program (one operator per line) and Graphviz source for it."""
+from __future__ import annotations
+
+__all__ = ["format_program", "program_to_dot", "format_attr"]
+
+
+def format_attr(value) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, tuple):
+        return "(" + ", ".join(format_attr(v) for v in value) + ("," if len(value) == 1 else "") \
+            + ")"
+    if isinstance(value, str):
+        return repr(value)
+    return str(value)
+
+
+def _operand(value) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def _format_block(program, block, indent: str, lines: list) -> None:
+    for op in block.ops:
+        outs = ", ".join(op.outputs)
+        args = ", ".join(_operand(i) for i in op.inputs)
+        attrs = {k: v for k, v in op.attrs.items() if k != "sub_block"}
+        attr_text = (" {" + ", ".join(f"{k}={format_attr(v)}" for k, v in attrs.items()) + "}"
+                     if attrs else "")
+        types = "; ".join(f"{tuple(v.shape)} {v.dtype.name}"
+                          for v in (block.var(o) for o in op.outputs))
+        lines.append(f"{indent}{outs} = {op.type}({args}){attr_text} : {types}")
+        for sub in op.blocks:
+            lines.append(f"{indent}  block {sub.idx}:")
+            _format_block(program, sub, indent + "    ", lines)
+
+
+def format_program(program) -> str:
+    """``name = op(inputs) {attrs} : shape dtype`` lines, inputs and parameters first."""
+    lines = []
+    block = program.global_block()
+    for name in program.feeds:
+        v = block.vars[name]
+        lines.append(f"input {name} : {tuple(v.shape)} {v.dtype.name}")
+    for name in program.params:
+        v = block.vars[name]
+        lines.append(f"param {name} : {tuple(v.shape)} {v.dtype.name}")
+    _format_block(program, block, "", lines)
+    return "\n".join(lines)
+
+
+def program_to_dot(program) -> str:
+    """Graphviz ``digraph`` source: a box per operator, an edge per variable it reads."""
+    lines = ["digraph program {", "  rankdir=TB;", '  node [fontname="monospace"];']
+    producer = {}
+    counter = [0]
+
+    def visit(block, prefix):
+        for op in block.ops:
+            node = f"op{counter[0]}"
+            counter[0] += 1
+            label = f"{op.type}\\n" + ", ".join(op.outputs)
+            lines.append(f'  {node} [shape=box, label="{label}"];')
+            for name in op.input_names():
+                src = producer.get(name)
+                if src is None:
+                    src = f'"{name}"'
+                    lines.append(f'  {src} [shape=ellipse];')
+                    producer[name] = src
+                lines.append(f"  {src} -> {node};")
+            for name in op.outputs:
+                producer[name] = node
+            for sub in op.blocks:
+                visit(sub, prefix + "  ")
+
+    visit(program.global_block(), "")
+    lines.append("}")
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""Building programs with program_guard/data and running them on the executor."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw import nn
+
+
+def test_program_matches_eager_for_a_small_model():
+    hf.manual_seed(0)
+    lin = nn.Linear(3, 4)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 3], "float32")
+        y = (lin(x).relu() * 2.0).sum(dim=1)
+    assert x.shape == (-1, 3) and y.shape == (-1,)
+    exe = hf.static.Executor()
+    for n in (2, 5):
+        xv = hf.randn(n, 3)
+        (out,) = exe.run(prog, feed={"x": xv}, fetch_list=[y])
+        ref = (lin(xv).relu() * 2.0).sum(dim=1).detach().numpy()
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6)
+
+
+def test_parameters_are_captured_once_and_printed():
+    lin = nn.Linear(2, 2)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [1, 2])
+        lin(lin(x))
+    assert len(prog.params) == 2
+    text = str(prog)
+    assert text.splitlines()[0] == "input x : (1, 2) float32"
+    assert text.count("linear(") == 2
+
+
+def test_build_time_errors_name_the_op_and_shapes():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [3, 4])
+        with pytest.raises(ValueError, match=r"matmul: shapes \(3, 4\) and \(3, 4\)"):
+            x @ x
+
+
+def test_feed_validation():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 2])
+        y = x + 1.0
+    exe = hf.static.Executor()
+    with pytest.raises(ValueError, match="missing feed"):
+        exe.run(prog, feed={}, fetch_list=[y])
+    with pytest.raises(ValueError, match=r"expects shape \(-1, 2\)"):
+        exe.run(prog, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[y])
+    with pytest.raises(TypeError, match="expects dtype"):
+        exe.run(prog, feed={"x": np.ones((2, 2), np.float64)}, fetch_list=[y])
+
+
+def test_variables_refuse_python_truth_values():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [2])
+        with pytest.raises(TypeError, match="hf.static.nn.cond"):
+            bool(x > 0)
+
+
+def test_inplace_update_rebinds_the_variable():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [3])
+        y = x * 1.0
+        before = y
+        y += 2.0
+        assert y is before
+        z = y * 3.0
+    (out,) = hf.static.Executor().run(prog, feed={"x": np.arange(3, dtype=np.float32)},
+                                      fetch_list=[z])
+    np.testing.assert_allclose(out.numpy(), (np.arange(3) + 2.0) * 3.0)
