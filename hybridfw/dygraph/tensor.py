@@ -176,9 +176,6 @@ class Tensor(TensorMethods):
         self._rg = False
         return self
 
-    def clone(self) -> "Tensor":
-        return apply(E.copy, self)
-
     def contiguous(self) -> "Tensor":
         return self if self._data.flags.c_contiguous else apply(E.copy, self)
 

@@ -368,6 +368,10 @@ class TensorMethods(TensorLike):
             n *= s
         return n
 
+    def clone(self):
+        """A copy with its own storage (differentiable)."""
+        return apply(E.copy, self)
+
     # ---- dtype conversion -------------------------------------------------------------------
     def astype(self, dtype):
         dt = as_dtype(dtype)

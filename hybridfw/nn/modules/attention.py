@@ -131,13 +131,13 @@ class MultiheadAttention(Module):
         """q, k, v projections (each in its input's layout); one matmul for self-attention."""
         e = self.embed_dim
         b = self.in_proj_bias
+        w = self.in_proj_weight
+        if self._qkv_same_embed_dim and query is key and key is value:
+            return F.linear(query, w, b).chunk(3, -1)  # self-attention: one packed projection
         bq, bk, bv = (None,) * 3 if b is None else (b[:e], b[e:2 * e], b[2 * e:])
         if not self._qkv_same_embed_dim:
             return (F.linear(query, self.q_proj_weight, bq), F.linear(key, self.k_proj_weight, bk),
                     F.linear(value, self.v_proj_weight, bv))
-        w = self.in_proj_weight
-        if query is key and key is value:
-            return F.linear(query, w, b).chunk(3, -1)
         q = F.linear(query, w[:e], bq)
         if key is value:
             k, v = F.linear(key, w[e:], None if b is None else b[e:]).chunk(2, -1)
