@@ -25,9 +25,14 @@ __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatte
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
 
-def _dim_count(x, dim) -> int:
+def _dim_count(x, dim):
+    """How many elements ``dim`` covers: an int, or a 0-d tensor computed at run time when a
+    static program knows one of those dims only as -1."""
     dims = normalize_dims("mean", dim, x.ndim)
-    return numel(x.shape[d] for d in dims)
+    sizes = [x.shape[d] for d in dims]
+    if -1 in sizes:
+        return apply(R.dim_numel, x, dim=dims)
+    return numel(sizes)
 
 
 def sum(x, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001 - PyTorch's name
@@ -60,6 +65,8 @@ def var(x, dim=None, *, correction: int = 1, keepdim: bool = False, unbiased=Non
     centered = x - apply(R.sum_, x, dim=dim, keepdim=True) / _dim_count(x, dim)
     n = _dim_count(x, dim) - correction
     total = apply(R.sum_, centered * centered, dim=dim, keepdim=keepdim)
+    if isinstance(n, TensorLike):  # known at run time only (PyTorch gives inf/nan for n <= 0)
+        return total / n
     return total / n if n > 0 else total * math.nan
 
 

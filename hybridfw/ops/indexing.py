@@ -212,8 +212,15 @@ def _getitem_kernel(xp, a, *index, spec):
     return view[idx]  # basic indexing gives a view, advanced a copy
 
 
+def _known_shape(op: str, shape) -> tuple:
+    if -1 in shape:
+        raise ValueError(f"{op}: the gradient needs the input shape, which a static program "
+                         f"knows only as {tuple(shape)}; give that input a static shape")
+    return tuple(shape)
+
+
 def _getitem_grad(g, out, a, *index, spec):
-    return apply(getitem_backward, g, *index, spec=spec, shape=a.shape)
+    return apply(getitem_backward, g, *index, spec=spec, shape=_known_shape("getitem", a.shape))
 
 
 getitem = register("getitem", infer=_getitem_infer, kernel=_getitem_kernel, view=True,
@@ -314,7 +321,8 @@ def _gather_kernel(xp, a, index, *, dim):
 
 gather = register("gather", infer=_gather_infer, kernel=_gather_kernel, save=(1,),
                   vjp=(lambda g, out, a, index, *, dim:
-                       apply(gather_backward, g, index, dim=dim, shape=a.shape), None))
+                       apply(gather_backward, g, index, dim=dim,
+                             shape=_known_shape("gather", a.shape)), None))
 
 
 def _gather_backward_infer(g, index, *, dim, shape):

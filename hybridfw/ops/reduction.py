@@ -176,5 +176,22 @@ def _cumsum_grad(g, out, a, *, dim):
 
 cumsum = register("cumsum", infer=_cumsum_infer, kernel=_cumsum_kernel, vjp=(_cumsum_grad,))
 
+
+def _dim_numel_infer(a, *, dim=None):
+    normalize_dims("dim_numel", dim, a.ndim)
+    return (), int64, None
+
+
+def _dim_numel_kernel(xp, a, *, dim=None):
+    n = 1
+    for d in normalize_dims("dim_numel", dim, a.ndim):
+        n *= a.shape[d]
+    return xp.asarray(n, dtype="int64")
+
+
+# The number of elements over ``dim`` as a 0-d tensor, read from the run-time shape: what mean
+# and var divide by when a static program only knows a reduced dim as -1.
+dim_numel = register("dim_numel", infer=_dim_numel_infer, kernel=_dim_numel_kernel)
+
 __all__ = ["sum_", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "expand_reduced",
-           "exclusive_prod"]
+           "exclusive_prod", "dim_numel"]

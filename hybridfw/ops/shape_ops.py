@@ -38,9 +38,15 @@ def _reshape_infer(a, *, shape):
     return resolve_shape("reshape", a.shape, shape), a.dtype, None
 
 
+def _reshape_grad(g, out, a, *, shape):
+    if list(a.shape).count(-1) > 1:
+        raise ValueError(f"reshape: the gradient needs the input shape {tuple(a.shape)}, which a "
+                         "static program knows only with several unknown (-1) dims")
+    return apply(reshape, g, shape=a.shape)
+
+
 reshape = register("reshape", infer=_reshape_infer, view=True,
-                   kernel=lambda xp, a, *, shape: a.reshape(shape),
-                   vjp=(lambda g, out, a, *, shape: apply(reshape, g, shape=a.shape),))
+                   kernel=lambda xp, a, *, shape: a.reshape(shape), vjp=(_reshape_grad,))
 
 
 def _permute_infer(a, *, dims):
@@ -128,6 +134,10 @@ def _concat_infer(*xs, dim):
 def _concat_grad(g, out, *xs, dim, input_index):
     from .indexing import narrow
     d = dim % xs[0].ndim
+    if any(x.shape[d] == -1 for x in xs[:input_index + 1]):
+        raise ValueError(f"cat: the gradient through dim {d} needs its sizes, but a static "
+                         f"program knows them only as {[tuple(x.shape) for x in xs]}; give the "
+                         "inputs static sizes along the concatenated dim")
     start = sum(x.shape[d] for x in xs[:input_index])
     return narrow(g, d, start, xs[input_index].shape[d])
 

@@ -76,3 +76,29 @@ def test_inplace_update_rebinds_the_variable():
     (out,) = hf.static.Executor().run(prog, feed={"x": np.arange(3, dtype=np.float32)},
                                       fetch_list=[z])
     np.testing.assert_allclose(out.numpy(), (np.arange(3) + 2.0) * 3.0)
+
+
+def test_mean_and_var_over_dynamic_dims_use_run_time_sizes():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 3])
+        outs = [x.mean(), x.var(dim=0), x.mean(dim=1), x.std()]
+    exe = hf.static.Executor()
+    for n in (2, 5):
+        xv = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        got = exe.run(prog, feed={"x": xv}, fetch_list=outs)
+        want = [xv.mean(), xv.var(0, ddof=1), xv.mean(1), xv.std(ddof=1)]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-5)
+
+
+def test_gradients_needing_unknown_sizes_are_refused_clearly():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 3])
+        with pytest.raises(ValueError, match="cat: the gradient"):
+            from hybridfw.ops.shape_ops import _concat_grad
+            _concat_grad(x, None, x, x, dim=0, input_index=1)
+        with pytest.raises(ValueError, match="getitem: the gradient needs the input shape"):
+            from hybridfw.ops.indexing import _getitem_grad
+            _getitem_grad(x, None, x, spec=(("int", 0),))

@@ -1,0 +1,256 @@
+"""Python source generation for compiled blocks (the executor's flat plans).
+
+A compiled block is one generated Python function, in the spirit of torch.fx's code generation:
+each value is a local variable, each operator one line calling its kernel with constant
+attributes written inline, so running it costs no dictionary lookups, inference or validation.
+The source stays readable for debugging (``Executor().compile(...).source``)::
+
+    def run_plan(x):
+        param0 = _tensor_param0._data
+        t1 = _multiply(x, param0, out=_buf_t1)
+        t2 = _add(t1, _c0, out=_buf_t2)
+        t3 = _fix(_sum(_xp, t2, dim=None, keepdim=False), _float32)
+        return (t3,)
+
+Names starting with ``_`` are constants bound in the function's namespace: kernels (``_sum``),
+ufuncs called directly (``_multiply``), arena views (``_buf_t1``), dtypes and Python scalars
+pre-converted to 0-d arrays (``_c0``).
+"""
+from __future__ import annotations
+
+import itertools
+import keyword
+import linecache
+import math
+
+import numpy as np
+
+from ..dtypes import DType
+from ..ops import elementwise
+
+__all__ = ["FunctionSource", "OpCall", "runtime_helpers"]
+
+# Kernels made by the elementwise ufunc factory only forward to ``xp.<ufunc>``: calling the
+# ufunc itself saves a Python frame per operator (about 0.2 us, half of a tiny add).
+_UFUNC_KERNEL_CODE = elementwise._ufunc_kernel("add").__code__
+
+# Ops whose ``out=`` means "update input 0 in place" rather than "write the result there": they
+# may write into their own buffer only when it is input 0's buffer (an in-place pair).
+OUT_UPDATES_INPUT0 = frozenset({"index_put"})
+
+_sources = itertools.count()
+
+
+def _is_literal(value) -> bool:
+    """Whether ``repr(value)`` is Python source evaluating to an equal value of the same type."""
+    if value is None or value.__class__ in (bool, int, str):
+        return True
+    if value.__class__ is float:
+        return math.isfinite(value)
+    if value.__class__ is tuple:
+        return all(_is_literal(v) for v in value)
+    return False
+
+
+def _identifier(text: str) -> str:
+    """A Python identifier made from ``text`` (invalid characters become ``_``)."""
+    ident = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)
+    if not ident or ident[0].isdigit():
+        ident = "v" + ident
+    return ident
+
+
+class FunctionSource:
+    """The lines of one generated function, the identifiers of its values and its constants."""
+
+    def __init__(self, name: str, xp):
+        self.name = name
+        self.xp = xp
+        self.params: list = []
+        self.lines: list = []
+        self.namespace: dict = {"_xp": xp}
+        self._ids: dict = {}
+        self._taken: set = set()
+        self._counter = itertools.count()
+
+    def ident(self, var_name: str) -> str:
+        """The local variable holding value ``var_name`` (never starting with ``_``)."""
+        ident = self._ids.get(var_name)
+        if ident is None:
+            base = _identifier(var_name)
+            if base.startswith("_") or keyword.iskeyword(base):
+                base = "v" + base
+            ident = base
+            n = 1
+            while ident in self._taken:
+                ident = f"{base}_{n}"
+                n += 1
+            self._taken.add(ident)
+            self._ids[var_name] = ident
+        return ident
+
+    def const(self, value, hint: str) -> str:
+        """Bind ``value`` in the namespace under a readable name derived from ``hint``."""
+        name = "_" + _identifier(hint)
+        existing = self.namespace.get(name, self)
+        if existing is value:
+            return name
+        if existing is not self:
+            name = f"{name}_{next(self._counter)}"
+        self.namespace[name] = value
+        return name
+
+    def numbered_const(self, value) -> str:
+        """Bind ``value`` (an operand) in the namespace as ``_c<n>``."""
+        name = f"_c{next(self._counter)}"
+        self.namespace[name] = value
+        return name
+
+    def dtype_const(self, dtype) -> str:
+        """The namespace name of a numpy dtype (``_float32``)."""
+        return self.const(np.dtype(dtype), np.dtype(dtype).name)
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def source(self, docstring: str = "") -> str:
+        head = f"def {self.name}({', '.join(self.params)}):"
+        body = ([f'    """{docstring}"""'] if docstring else []) + \
+            ["    " + line for line in self.lines]
+        return "\n".join([head] + (body or ["    pass"])) + "\n"
+
+    def build(self, docstring: str = ""):
+        """Compile the source; returns ``(function, source)``."""
+        source = self.source(docstring)
+        filename = f"<hybridfw {self.name} {next(_sources)}>"
+        # tracebacks through generated code then show its lines
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        code = compile(source, filename, "exec")
+        exec(code, self.namespace)  # noqa: S102 - our own generated source, no user text
+        return self.namespace[self.name], source
+
+
+class OpCall:
+    """How one registry operator is called from generated code.
+
+    ``expr(out)`` is the call expression (``out`` the namespace name of a buffer to write into,
+    or None); ``accepts_out`` says whether writing into a buffer of the output's dtype gives
+    exactly what a fresh result cast to that dtype would.
+    """
+
+    def __init__(self, fs: FunctionSource, op, opdef, info, metas):
+        xp = fs.xp
+        kernel = opdef.kernel
+        _, dtype, cdtype = info
+        ufunc = ufunc_name = None
+        if getattr(kernel, "__code__", None) is _UFUNC_KERNEL_CODE:
+            ufunc_name = kernel.__closure__[0].cell_contents
+            ufunc = getattr(xp, ufunc_name)
+        tensor_dtypes = set()
+        args = []
+        for operand, meta in zip(op.inputs, metas):
+            if isinstance(operand, str):
+                expr = fs.ident(operand)
+                dt = meta.dtype
+                if cdtype is not None and dt is not cdtype and dt.name != "bool":
+                    expr = f"{expr}.astype({fs.dtype_const(cdtype.np)})"
+                    dt = cdtype
+                tensor_dtypes.add(dt)
+                args.append(expr)
+            else:
+                args.append(operand)
+        # numpy parses Python scalars on every call; a 0-d array of the tensors' one floating
+        # dtype gives the same result (NEP 50 casts the scalar to it) at half the cost
+        scalar_dtype = next(iter(tensor_dtypes)) if len(tensor_dtypes) == 1 else None
+        convert = (ufunc is not None and xp is np and scalar_dtype is not None
+                   and scalar_dtype.is_floating_point)
+        parts = []
+        for arg in args:
+            if isinstance(arg, str):
+                parts.append(arg)
+            elif convert and arg.__class__ in (int, float):
+                parts.append(fs.numbered_const(np.asarray(arg, dtype=scalar_dtype.np)))
+            elif _is_literal(arg):
+                parts.append(repr(arg))
+            else:
+                parts.append(fs.numbered_const(arg))
+        for key, value in op.attrs.items():
+            if _is_literal(value):
+                text = repr(value)
+            else:
+                hint = f"hf_{value.name}" if isinstance(value, DType) else f"{op.type}_{key}"
+                text = fs.const(value, hint)
+            if key.isidentifier() and not keyword.iskeyword(key):
+                parts.append(f"{key}={text}")
+            else:
+                parts.append(f"**{{{key!r}: {text}}}")
+        if ufunc is not None:
+            self._function = fs.const(ufunc, ufunc_name)
+        else:
+            self._function = fs.const(kernel, op.type)
+            parts.insert(0, "_xp")
+        self._parts = parts
+        self.accepts_out = opdef.supports_out and op.type not in OUT_UPDATES_INPUT0 and \
+            _out_is_exact(xp, kernel, op, metas, cdtype, dtype)
+
+    def expr(self, out: str | None = None) -> str:
+        parts = self._parts + [f"out={out}"] if out else self._parts
+        return f"{self._function}({', '.join(parts)})"
+
+
+def _out_is_exact(xp, kernel, op, metas, cdtype, dtype) -> bool:
+    """Whether the kernel's natural result dtype casts to ``dtype`` the way ``out=`` does
+    (numpy's "same_kind"): tried once on one-element arrays, as ``floor`` of an int64 tensor
+    computes float64 that cannot be written into an int64 buffer."""
+    args = []
+    for operand, meta in zip(op.inputs, metas):
+        if isinstance(operand, str):
+            dt = meta.dtype if (cdtype is None or meta.dtype.name == "bool") else cdtype
+            args.append(xp.ones((1,) * len(meta.shape), dtype=dt.np))
+        else:
+            args.append(operand)
+    try:
+        with np.errstate(all="ignore"):
+            result = kernel(xp, *args, **op.attrs)
+    except Exception:  # noqa: BLE001 - any failure means: do not use out= for this op
+        return False
+    result_dtype = getattr(result, "dtype", None)
+    return result_dtype is not None and np.can_cast(result_dtype, dtype.np, "same_kind")
+
+
+def runtime_helpers(xp, arena) -> dict:
+    """Functions generated code calls: ``_fix`` (a fresh kernel result as an array of the given
+    dtype that does not alias the arena), ``_as_array`` (numpy scalars from indexing become 0-d
+    arrays), ``_own`` (a value a control-flow step left in ``env``: numpy scalars become arrays) and
+    ``_copyto``."""
+    ndarray = xp.ndarray
+    asarray = xp.asarray
+
+    def views_arena(value) -> bool:
+        base = value.base
+        while base is not None:
+            if base is arena:
+                return True
+            base = getattr(base, "base", None)
+        return False
+
+    def fix(value, dtype):
+        if value.__class__ is not ndarray:
+            value = asarray(value)
+        if value.dtype is not dtype and value.dtype != dtype:
+            return value.astype(dtype)
+        if arena is not None and value.base is not None and views_arena(value):
+            return value.copy()
+        return value
+
+    def as_array(value):
+        return value if value.__class__ is ndarray else asarray(value)
+
+    def own(value):
+        # numpy scalars become arrays; other values (None, a while loop's stack list) pass
+        return asarray(value) if isinstance(value, np.generic) else value
+
+    def copyto(dst, src):
+        xp.copyto(dst, src, casting="unsafe")
+
+    return {"_fix": fix, "_as_array": as_array, "_own": own, "_copyto": copyto}

@@ -1,0 +1,109 @@
+"""What passes need to know about operators: effects, readers, fetch targets.
+
+**Effects policy** (shared by every pass, so they agree):
+
+- Registry ops are *pure value producers*. That includes in-place methods (``y += 1``): a static
+  program records them as a new value the Python name is rebound to, so nothing is mutated.
+- *Random* ops (:data:`RANDOM_OPS`) draw from the global generator. Their results are values
+  like any other, so an unused draw may be removed by dead-code elimination (this shifts the
+  generator's stream: random ops that run later in the same run, and later runs, see different
+  numbers than they would have). Two draws are never the same value, so random ops are never
+  merged (CSE), folded or fused.
+- An op has *side effects*, and is kept even when nothing reads its outputs, when its type is in
+  :data:`SIDE_EFFECT_OPS`, when it is of an unknown kind, when it writes a persistable variable
+  (state that outlives the run), or when it holds sub-blocks containing such an op.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..ir import Block, Operator, Program
+from ..verifier import is_control_flow, is_registry_op
+
+__all__ = ["RANDOM_OPS", "SIDE_EFFECT_OPS", "is_random", "has_side_effects", "is_pure",
+           "attr_names", "walk_ops", "readers", "resolve_fetch"]
+
+RANDOM_OPS = frozenset({"uniform", "normal", "randint", "bernoulli"})
+
+# op types that act on the world (printing, writing state); modules defining such ops add theirs
+SIDE_EFFECT_OPS: set = set()
+
+
+def is_random(op: Operator) -> bool:
+    """Whether ``op`` draws from the random generator."""
+    return op.type in RANDOM_OPS
+
+
+def has_side_effects(block: Block, op: Operator) -> bool:
+    """Whether ``op`` must run even when nothing reads its outputs (see the effects policy)."""
+    if op.type in SIDE_EFFECT_OPS:
+        return True
+    if not is_registry_op(op.type) and not is_control_flow(op.type):
+        return True
+    if any(block.var(name).persistable for name in op.outputs):
+        return True
+    return any(has_side_effects(sub, inner) for sub in op.blocks for inner in sub.ops)
+
+
+def is_pure(block: Block, op: Operator) -> bool:
+    """A deterministic registry op without side effects: same inputs, same result."""
+    return is_registry_op(op.type) and not is_random(op) and not has_side_effects(block, op)
+
+
+def attr_names(op: Operator, names) -> list:
+    """Variable names (members of ``names``) that a control-flow operator's attributes refer to
+    (branch results, loop outputs, saved values). Registry ops' attributes are never names."""
+    if is_registry_op(op.type):
+        return []
+    found: list = []
+    _collect_strings(op.attrs, names, found)
+    return found
+
+
+def _collect_strings(value, names, found: list) -> None:
+    if isinstance(value, str):
+        if value in names:
+            found.append(value)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _collect_strings(v, names, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _collect_strings(v, names, found)
+
+
+def walk_ops(block: Block) -> Iterator:
+    """``(block, op)`` for every operator of ``block`` and its sub-blocks, in program order
+    (a control-flow operator comes after the operators of its sub-blocks)."""
+    for op in block.ops:
+        for sub in op.blocks:
+            yield from walk_ops(sub)
+        yield block, op
+
+
+def readers(program: Program) -> dict:
+    """name -> the operators that read it directly (as an input, or, for a control-flow
+    operator, through its attributes), each listed once."""
+    names = {name for block in program.blocks for name in block.vars}
+    result: dict = {}
+    for _, op in walk_ops(program.global_block()):
+        for name in dict.fromkeys([*op.input_names(), *attr_names(op, names)]):
+            result.setdefault(name, []).append(op)
+    return result
+
+
+def resolve_fetch(program: Program, fetch) -> tuple:
+    """The fetch targets as names. ``None`` means the program's *sinks*: outputs of global-block
+    operators that nothing reads (what a caller of an un-annotated program can fetch)."""
+    block = program.global_block()
+    if fetch is None:
+        read = readers(program)
+        return tuple(name for op in block.ops for name in op.outputs if name not in read)
+    names = []
+    for target in fetch:
+        name = target if isinstance(target, str) else getattr(target, "name", None)
+        if name is None or block.find_var(name) is None:
+            raise ValueError(f"fetch target {target!r} is not a variable of the program's "
+                             "global block")
+        names.append(name)
+    return tuple(names)

@@ -1,0 +1,73 @@
+"""Copying programs, so that passes never mutate the program they are given."""
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+
+from ..ir import Block, Operator, Program, Variable
+
+__all__ = ["clone_program"]
+
+# attributes of Program that clone_program rebuilds itself; any other (an annotation another
+# module set, such as ``inplace``) is copied one level deep
+_REBUILT = {"blocks", "params", "feeds", "device", "_counter", "_captured", "_current"}
+_NUMBERED = re.compile(r"(\d+)$")
+
+
+def clone_program(program: Program) -> Program:
+    """A copy of ``program`` that passes may rewrite freely.
+
+    Blocks, variables and operators are new objects (operator attributes are copied one level,
+    with references to blocks mapped to the copies); parameter values (eager tensors) are shared,
+    since passes never write them. Fresh names from ``unique_name`` continue after the largest
+    numbered name in use.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> prog = hf.static.Program()
+        >>> with hf.static.program_guard(prog):
+        ...     y = hf.static.data("x", [2]) * 2.0
+        >>> copy = clone_program(prog)
+        >>> str(copy) == str(prog), copy.global_block().ops[0] is prog.global_block().ops[0]
+        (True, False)
+    """
+    new = Program(device=program.device)
+    new.blocks = [Block(new, block.idx, None) for block in program.blocks]
+    mapping = {id(old): block for old, block in zip(program.blocks, new.blocks)}
+    for old, block in zip(program.blocks, new.blocks):
+        if old.parent is not None:
+            block.parent = mapping[id(old.parent)]
+        for name, var in old.vars.items():
+            block.vars[name] = Variable(block, var.name, var.shape, var.dtype, var.persistable)
+        block.ops = [Operator(op.type, op.inputs, op.outputs,
+                              {k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
+                              [mapping[id(b)] for b in op.blocks]) for op in old.ops]
+    new.params = dict(program.params)
+    new.feeds = list(program.feeds)
+    new._captured = dict(program._captured)
+    new._current = program._current
+    new._counter = itertools.count(_next_number(program))
+    for key, value in vars(program).items():
+        if key not in _REBUILT:
+            setattr(new, key, copy.copy(value))
+    return new
+
+
+def _map_blocks(value, mapping):
+    if isinstance(value, Block):
+        return mapping[id(value)]
+    if isinstance(value, tuple):
+        return tuple(_map_blocks(v, mapping) for v in value)
+    if isinstance(value, list):
+        return [_map_blocks(v, mapping) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_blocks(v, mapping) for k, v in value.items()}
+    return value
+
+
+def _next_number(program: Program) -> int:
+    numbers = [int(m.group(1)) for block in program.blocks for name in block.vars
+               if (m := _NUMBERED.search(name))]
+    return max(numbers, default=-1) + 1

@@ -1,0 +1,100 @@
+"""Common-subexpression elimination: one operator per distinct pure computation.
+
+Two operators compute the same value when they have the same type, the same inputs (after
+earlier merges) and equal attributes, and are pure (:func:`.analysis.is_pure`: deterministic
+registry ops; random draws are never merged). The later one is removed and its readers read the
+earlier one's output. Python-number inputs and attributes compare by type and exact value
+(``1`` and ``1.0`` differ, ``0.0`` and ``-0.0`` differ); inputs of commutative ops (``add``,
+``mul``, ``eq``, ...) are compared in a canonical order, since swapping them gives the same
+result (up to which NaN's payload a NaN result carries).
+
+Scoping: an operator in a sub-block may reuse a value computed earlier in an enclosing block
+(the value is then added to the captured inputs of the control-flow operators in between);
+values computed inside a sub-block are never reused outside it, nor in a sibling block.
+A fetch target is never removed (it would disappear from the program); it is simply not merged.
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> prog = hf.static.Program()
+    >>> with hf.static.program_guard(prog):
+    ...     x = hf.static.data("x", [2])
+    ...     y = (x + 1.0) * (x + 1.0)
+    >>> print(run(prog, fetch=[y]))
+    input x : (2,) float32
+    t0 = add(x, 1.0) : (2,) float32
+    t2 = mul(t0, t0) : (2,) float32
+"""
+from __future__ import annotations
+
+from ..ir import Block, Operator, Program
+from .analysis import is_pure, resolve_fetch
+from .clone import clone_program
+from .rewrite import add_capture, erase_ops, holders, replace_uses
+
+__all__ = ["run", "expression_key"]
+
+COMMUTATIVE = frozenset({"add", "mul", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"})
+
+
+def run(program: Program, fetch=None) -> Program:
+    """A copy of ``program`` in which each pure computation happens once."""
+    protected = set(resolve_fetch(program, fetch))
+    program = clone_program(program)
+    mapping: dict = {}
+    _merge_block(program, program.global_block(), {}, mapping, protected, holders(program))
+    replace_uses(program, mapping)
+    return program
+
+
+def _merge_block(program, block: Block, available: dict, mapping: dict, protected: set,
+                 holder_map: dict) -> None:
+    """Merge duplicates in ``block``; ``available`` maps expression keys to the names holding
+    them in enclosing scopes (a copy is extended here, so nothing leaks out)."""
+    available = dict(available)
+    removed = []
+    for op in block.ops:
+        op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
+        for sub in op.blocks:
+            _merge_block(program, sub, available, mapping, protected, holder_map)
+        key = expression_key(block, op)
+        if key is None:
+            continue
+        existing = available.get(key)
+        if existing is None:
+            available[key] = op.outputs[0]
+        elif op.outputs[0] not in protected:
+            mapping[op.outputs[0]] = existing
+            removed.append(op)
+            if block.idx != 0 and existing not in block.vars:
+                add_capture(program, block, existing, holder_map)
+    erase_ops(block, removed)
+
+
+def expression_key(block: Block, op: Operator) -> tuple | None:
+    """A hashable description of what a pure single-output operator computes, or None when it
+    may not be merged (impure, several outputs, or attributes that cannot be compared)."""
+    if len(op.outputs) != 1 or op.blocks or not is_pure(block, op):
+        return None
+    try:
+        operands = tuple(_freeze(i) if not isinstance(i, str) else ("var", i) for i in op.inputs)
+        attrs = tuple(sorted((k, _freeze(v)) for k, v in op.attrs.items()))
+        key = (op.type, tuple(sorted(operands, key=repr)) if op.type in COMMUTATIVE
+               else operands, attrs)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _freeze(value):
+    """``value`` as a hashable key that tells apart values Python calls equal (1, 1.0, True)."""
+    if isinstance(value, float):
+        return ("float", repr(value))
+    if isinstance(value, (bool, int)):
+        return (type(value).__name__, value)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_freeze(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+    return (type(value).__name__, value)

@@ -1,0 +1,76 @@
+"""Dead-code elimination: keep only the operators the fetch targets (or side effects) need.
+
+Walks each block backwards from what is live at its end: the fetch targets for the global block;
+for a sub-block, the names its control-flow operator's attributes refer to (branch results, loop
+outputs, values saved for backward). An operator stays when one of its outputs is live or it has
+side effects (:mod:`.analysis` states the policy: unused random draws go, which shifts the
+generator's stream for later draws); its inputs then become live. A removed control-flow
+operator takes its sub-blocks with it (the remaining blocks are renumbered). Parameters that are
+constants (``requires_grad`` False), not fetched and no longer read are dropped too; trainable
+parameters always stay (optimizers and gradients refer to them by name).
+
+Captured inputs of a control-flow operator stay listed even when its pruned blocks no longer read
+them (they then only keep their producers alive).
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> prog = hf.static.Program()
+    >>> with hf.static.program_guard(prog):
+    ...     x = hf.static.data("x", [2])
+    ...     unused = x.exp()
+    ...     y = x * 2.0
+    >>> print(run(prog, fetch=[y]))
+    input x : (2,) float32
+    t1 = mul(x, 2.0) : (2,) float32
+"""
+from __future__ import annotations
+
+from ..ir import Block, Program
+from .analysis import attr_names, has_side_effects, readers, resolve_fetch
+from .clone import clone_program
+from .rewrite import drop_unreachable_blocks, erase_ops
+
+__all__ = ["run"]
+
+
+def run(program: Program, fetch=None) -> Program:
+    """A copy of ``program`` without the operators no fetch target or side effect needs."""
+    fetch = resolve_fetch(program, fetch)
+    program = clone_program(program)
+    names = {name for block in program.blocks for name in block.vars}
+    _sweep(program.global_block(), set(fetch), names)
+    drop_unreachable_blocks(program)
+    _drop_unused_constants(program, fetch)
+    return program
+
+
+def _sweep(block: Block, live: set, names: set) -> set:
+    """Erase the dead operators of ``block`` given the names ``live`` at its end; return every
+    name the kept operators read (at any depth)."""
+    dead = []
+    read: set = set()
+    for op in reversed(block.ops):
+        if not has_side_effects(block, op) and not any(name in live for name in op.outputs):
+            dead.append(op)
+            continue
+        uses = set(op.input_names())
+        results = set(attr_names(op, names))
+        for sub in op.blocks:
+            uses |= _sweep(sub, results, names)
+        uses |= results
+        live |= uses
+        read |= uses
+    erase_ops(block, dead)
+    return read
+
+
+def _drop_unused_constants(program: Program, fetch) -> None:
+    still_read = readers(program)
+    block = program.global_block()
+    for name in [n for n, t in program.params.items()
+                 if not getattr(t, "requires_grad", False) and n not in still_read
+                 and n not in fetch]:
+        tensor = program.params.pop(name)
+        program._captured.pop(id(tensor), None)
+        del block.vars[name]

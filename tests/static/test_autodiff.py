@@ -1,0 +1,388 @@
+"""hf.static.gradients: static backward == eager backward == finite differences, through
+registry ops, broadcasting, cond and while loops with data-dependent trip counts."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw import nn
+from hybridfw.nn import functional as F
+
+S = hf.static
+
+
+def run(prog, feed, fetch):
+    S.verify(prog)
+    # poisoned arena: a backward reading a value the forward's arena already reused sees NaN
+    return S.Executor(debug_poison=True).run(prog, feed=feed, fetch_list=fetch,
+                                             return_numpy=True)
+
+
+def numeric_grad(loss, array, eps=1e-6):
+    """Central differences of ``loss()`` with respect to ``array`` (changed in place)."""
+    grad = np.zeros_like(array)
+    for i in np.ndindex(array.shape):
+        old = array[i]
+        array[i] = old + eps
+        up = loss()
+        array[i] = old - eps
+        down = loss()
+        array[i] = old
+        grad[i] = (up - down) / (2 * eps)
+    return grad
+
+
+def check_finite_differences(prog, loss, feed, grads, names, rtol=1e-5, atol=1e-7):
+    """Static gradients of ``loss`` w.r.t. the float64 feeds ``names`` vs finite differences."""
+    values = run(prog, feed, list(grads))
+    for name, value in zip(names, values):
+        def f():
+            return float(run(prog, feed, [loss])[0])
+        np.testing.assert_allclose(value, numeric_grad(f, feed[name]), rtol=rtol, atol=atol,
+                                   err_msg=f"d loss / d {name}")
+
+
+def eager_grads(loss, tensors):
+    for t in tensors:
+        t.grad = None
+    loss.backward(retain_graph=True)
+    return [t.grad.numpy() if t.grad is not None else None for t in tensors]
+
+
+# ---- registry ops ---------------------------------------------------------------------------------
+def test_mlp_gradients_equal_eager_for_several_batch_sizes():
+    hf.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+    params = list(model.parameters())
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [None, 5])
+        loss = (model(x).relu() * 2.0).sum()
+        grads = S.gradients(loss, params + [x])
+    assert all(g is not None for g in grads)
+    for batch in (1, 4):
+        xv = hf.randn(batch, 5)
+        static = run(prog, {"x": xv}, grads)
+        xe = xv.clone().requires_grad_(True)
+        ref = eager_grads((model(xe).relu() * 2.0).sum(), params + [xe])
+        for s, r in zip(static, ref):
+            np.testing.assert_allclose(s, r, rtol=1e-5, atol=1e-6)
+
+
+def test_gradients_of_a_loss_summed_over_a_dynamic_batch_have_the_batch_size():
+    hf.manual_seed(3)
+    model = nn.Linear(4, 3)
+    params = list(model.parameters())
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [None, 4])
+        target = S.data("target", [None], "int64")
+        loss = F.cross_entropy(model(x), target, reduction="sum")
+        grads = S.gradients(loss, params + [x])
+    for batch in (1, 5):
+        xv, tv = hf.randn(batch, 4), hf.randint(0, 3, (batch,))
+        static = run(prog, {"x": xv, "target": tv}, grads)
+        xe = xv.clone().requires_grad_(True)
+        ref = eager_grads(F.cross_entropy(model(xe), tv, reduction="sum"), params + [xe])
+        for s, r in zip(static, ref):
+            assert s.shape == r.shape
+            np.testing.assert_allclose(s, r, rtol=1e-5, atol=1e-6)
+
+
+def test_conv_net_gradients_equal_eager():
+    hf.manual_seed(1)
+    conv = nn.Conv2d(2, 3, 3, padding=1)
+    head = nn.Linear(3 * 3 * 3, 4)
+
+    def forward(x, target):
+        h = F.max_pool2d(conv(x).relu(), 2)
+        return F.cross_entropy(head(h.flatten(1)), target)
+    params = list(conv.parameters()) + list(head.parameters())
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [2, 2, 6, 6])
+        target = S.data("target", [2], "int64")
+        loss = forward(x, target)
+        grads = S.gradients(loss, params + [x])
+    xv, tv = hf.randn(2, 2, 6, 6), hf.tensor([1, 3])
+    static = run(prog, {"x": xv, "target": tv}, [loss] + grads)
+    xe = xv.clone().requires_grad_(True)
+    eager_loss = forward(xe, tv)
+    np.testing.assert_allclose(static[0], eager_loss.item(), rtol=1e-5)
+    for s, r in zip(static[1:], eager_grads(eager_loss, params + [xe])):
+        np.testing.assert_allclose(s, r, rtol=1e-4, atol=1e-6)
+
+
+def broadcasting_expression(a, b, c):
+    mixed = (a + b) * c / (b * b + 1.0) - a.exp()
+    return (hf.where(mixed > 0, mixed * b, c - a).maximum(b * 0.5) + (a * c).sum(dim=0)).sum()
+
+
+def test_broadcast_gradients_are_reduced_to_each_input_shape():
+    prog = S.Program()
+    with S.program_guard(prog):
+        a = S.data("a", [3, 1], "float64")
+        b = S.data("b", [4], "float64")
+        c = S.data("c", [1, 4], "float64")
+        loss = broadcasting_expression(a, b, c)
+        grads = S.gradients(loss, [a, b, c])
+    assert [g.shape for g in grads] == [(3, 1), (4,), (1, 4)]
+    rng = np.random.default_rng(0)
+    feed = {"a": rng.standard_normal((3, 1)), "b": rng.standard_normal(4),
+            "c": rng.standard_normal((1, 4))}
+    eager = [hf.tensor(feed[n], requires_grad=True) for n in "abc"]
+    ref = eager_grads(broadcasting_expression(*eager), eager)
+    for s, r in zip(run(prog, feed, grads), ref):
+        np.testing.assert_allclose(s, r, rtol=1e-12)
+    check_finite_differences(prog, loss, feed, grads, ["a", "b", "c"])
+
+
+def test_broadcast_against_a_dynamic_dim_is_reduced():
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [None, 4])
+        scale = S.data("scale", [None, 1])
+        bias = S.data("bias", [4])
+        gx, gs, gb = S.gradients(((x * scale + bias) ** 2).sum(), [x, scale, bias])
+    xv, sv, bv = hf.randn(3, 4), hf.randn(3, 1), hf.randn(4)
+    eager = [t.clone().requires_grad_(True) for t in (xv, sv, bv)]
+    ref = eager_grads(((eager[0] * eager[1] + eager[2]) ** 2).sum(), eager)
+    static = run(prog, {"x": xv, "scale": sv, "bias": bv}, [gx, gs, gb])
+    for s, r in zip(static, ref):
+        assert s.shape == r.shape
+        np.testing.assert_allclose(s, r, rtol=1e-5)
+
+
+def test_gradients_api_details():
+    w = hf.ones(3, requires_grad=True)
+    unused = hf.ones(3, requires_grad=True)
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [3])
+        z = S.data("z", [3])
+        y = x * w
+        gx, gw, gz, gu = S.gradients([y.sum(), (y * 2.0).sum()], [x, w, z, unused])
+        (seeded,) = S.gradients(y, [x], target_gradients=[z])
+        with pytest.raises(TypeError, match="only floating-point targets"):
+            S.gradients((x > 0).long(), [x])
+        with pytest.raises(ValueError, match=r"target gradient of shape \(2,\)"):
+            S.gradients(y, [x], target_gradients=[hf.ones(2)])
+    assert gz is None and gu is None
+    xv, zv = np.array([1.0, 2.0, 3.0], np.float32), np.array([4.0, 5.0, 6.0], np.float32)
+    out = run(prog, {"x": xv, "z": zv}, [gx, gw, seeded])
+    np.testing.assert_allclose(out[0], [3.0, 3.0, 3.0])
+    np.testing.assert_allclose(out[1], 3.0 * xv)
+    np.testing.assert_allclose(out[2], zv)
+
+
+# ---- cond -----------------------------------------------------------------------------------------
+def branchy(x, w, pred):
+    h = x * w
+    y = S.nn.cond(pred,
+                  lambda: (hf.tanh(h) * w, h.exp()),        # branch values needed by backward
+                  lambda: (h.sin() + x, w * 1.0))           # an outer value read directly
+    return (y[0] * y[1]).sum() + y[0].sum()
+
+
+def test_gradients_through_cond_take_each_branch():
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [3], "float64")
+        w = S.data("w", [3], "float64")
+        flag = S.data("flag", [], "bool")
+        loss = branchy(x, w, flag)
+        grads = S.gradients(loss, [x, w])
+    rng = np.random.default_rng(1)
+    for flag_value in (True, False):
+        feed = {"x": rng.standard_normal(3), "w": rng.standard_normal(3),
+                "flag": np.array(flag_value)}
+        eager = [hf.tensor(feed[n], requires_grad=True) for n in ("x", "w")]
+        ref = eager_grads(branchy(*eager, flag_value), eager)
+        for s, r in zip(run(prog, feed, grads), ref):
+            np.testing.assert_allclose(s, r, rtol=1e-12)
+        check_finite_differences(prog, loss, feed, grads, ["x", "w"])
+
+
+def test_cond_exports_branch_values_for_backward_only_once():
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [3])
+        y = S.nn.cond(x.sum() > 0, lambda: x.exp().exp(), lambda: x)
+        S.gradients(y.sum(), [x])
+        S.gradients((y * 2.0).sum(), [x])
+    forward = prog.global_block().ops[2]
+    assert forward.type == "cond"
+    exported = forward.attrs["true_outputs"][1:]
+    assert len(exported) == len(set(exported)) and forward.attrs["false_outputs"][1:] == \
+        (None,) * len(exported)
+
+
+# ---- while ----------------------------------------------------------------------------------------
+def rnn_loss(x, h, W, U, steps):
+    def body(t, h):
+        return t + 1, hf.tanh(x[t] @ W + h @ U)
+    _, h = S.nn.while_loop(lambda t, h: t < steps, body, [0, h])
+    return (h * h).sum()
+
+
+def initial_state(h0):
+    return h0 * 1.5  # a value computed before the loop is its first loop-carried input
+
+
+def build_rnn(W, U, time=None):
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [time, 2, 3], "float64")
+        steps = S.data("steps", [], "int64")
+        h0 = S.data("h0", [2, 4], "float64")
+        loss = rnn_loss(x, initial_state(h0), W, U, steps)
+    return prog, h0, loss
+
+
+def test_rnn_over_a_dynamic_number_of_steps_matches_eager():
+    hf.manual_seed(2)
+    W, U = hf.randn(3, 4, dtype=hf.float64) * 0.5, hf.randn(4, 4, dtype=hf.float64) * 0.5
+    W.requires_grad_(True)
+    U.requires_grad_(True)
+    prog, h0, loss = build_rnn(W, U)
+    with S.program_guard(prog):
+        grads = S.gradients(loss, [W, U, h0])
+    xv, hv = hf.randn(6, 2, 3, dtype=hf.float64), hf.randn(2, 4, dtype=hf.float64)
+    for steps in (0, 1, 4, 6):
+        static = run(prog, {"x": xv, "steps": np.array(steps), "h0": hv}, [loss] + grads)
+        he = hv.clone().requires_grad_(True)
+        eager_loss = rnn_loss(xv, initial_state(he), W, U, steps)
+        np.testing.assert_allclose(static[0], eager_loss.item(), rtol=1e-12)
+        for s, r in zip(static[1:], eager_grads(eager_loss, [W, U, he])):
+            np.testing.assert_allclose(s, np.zeros_like(s) if r is None else r, atol=1e-12)
+
+
+def test_rnn_gradients_match_finite_differences():
+    rng = np.random.default_rng(3)
+    prog = S.Program()
+    with S.program_guard(prog):
+        W = S.data("W", [3, 4], "float64")
+        U = S.data("U", [4, 4], "float64")
+        x = S.data("x", [5, 2, 3], "float64")
+        h0 = S.data("h0", [2, 4], "float64")
+        steps = S.data("steps", [], "int64")
+        loss = rnn_loss(x, h0, W, U, steps)
+        grads = S.gradients(loss, [W, U, x, h0])
+    feed = {"W": rng.standard_normal((3, 4)) * 0.5, "U": rng.standard_normal((4, 4)) * 0.5,
+            "x": rng.standard_normal((5, 2, 3)), "h0": rng.standard_normal((2, 4)),
+            "steps": np.array(3)}
+    check_finite_differences(prog, loss, feed, grads, ["W", "U", "x", "h0"])
+
+
+def test_rnn_trains_statically_like_eager():
+    hf.manual_seed(4)
+    W, U = hf.randn(3, 4, dtype=hf.float64) * 0.5, hf.randn(4, 4, dtype=hf.float64) * 0.5
+    We, Ue = W.clone().requires_grad_(True), U.clone().requires_grad_(True)
+    W.requires_grad_(True)
+    U.requires_grad_(True)
+    prog, _, loss = build_rnn(W, U)
+    with S.program_guard(prog):
+        gW, gU = S.gradients(loss, [W, U])
+    exe = S.Executor(debug_poison=True)
+    data = [(hf.randn(n, 2, 3, dtype=hf.float64), hf.randn(2, 4, dtype=hf.float64), n)
+            for n in (3, 5, 2, 4)]
+    static_losses, eager_losses = [], []
+    for xv, hv, n in data:
+        value, dW, dU = exe.run(prog, feed={"x": xv, "steps": hf.tensor(n), "h0": hv},
+                                fetch_list=[loss, gW, gU])
+        with hf.no_grad():
+            W -= 0.1 * dW
+            U -= 0.1 * dU
+        static_losses.append(value.item())
+        eager_loss = rnn_loss(xv, initial_state(hv), We, Ue, n)
+        eager_grads(eager_loss, [We, Ue])
+        with hf.no_grad():
+            We -= 0.1 * We.grad
+            Ue -= 0.1 * Ue.grad
+        eager_losses.append(eager_loss.item())
+    np.testing.assert_allclose(static_losses, eager_losses, rtol=1e-10)
+    np.testing.assert_allclose(W.detach().numpy(), We.detach().numpy(), rtol=1e-10)
+
+
+def nested_model(x, w, n, m):
+    def body(i, h):
+        h = S.nn.cond(i % 2 == 0, lambda: hf.tanh(h * w), lambda: h.sin() + w * w)
+        _, h = S.nn.while_loop(lambda j, v: j < m,
+                               lambda j, v: (j + 1, v * (0.9 + 0.1 * w.cos())), [0, h])
+        return i + 1, h
+    y = S.nn.cond(x.sum() > -100.0,
+                  lambda: S.nn.while_loop(lambda i, h: i < n, body, [0, x])[1],
+                  lambda: x * w)
+    return (y * y * w).sum()
+
+
+@pytest.mark.parametrize("n,m", [(0, 0), (1, 2), (4, 1), (3, 3)])
+def test_nested_while_cond_while_gradients_match_finite_differences(n, m):
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [3], "float64")
+        w = S.data("w", [3], "float64")
+        loss = nested_model(x, w, S.data("n", [], "int64"), S.data("m", [], "int64"))
+        grads = S.gradients(loss, [x, w])
+    rng = np.random.default_rng(n * 10 + m)
+    feed = {"x": rng.standard_normal(3), "w": rng.standard_normal(3), "n": np.array(n),
+            "m": np.array(m)}
+    eager = [hf.tensor(feed[k], requires_grad=True) for k in ("x", "w")]
+    ref = eager_grads(nested_model(*eager, n, m), eager)
+    for s, r in zip(run(prog, feed, grads), ref):
+        np.testing.assert_allclose(s, r, rtol=1e-10, atol=1e-12)
+    check_finite_differences(prog, loss, feed, grads, ["x", "w"])
+
+
+def edge_cases(x, w, n, flag):
+    y = S.nn.cond(flag, lambda: x, lambda: x * w)  # a branch yields an outer value itself
+
+    def body(i, v, c, independent):
+        # c is replaced by a constant; independent never depends on x or w
+        return i + 1, v * w + c, hf.full((3,), 0.5, dtype=hf.float64), independent * 2.0
+    _, v, c, u = S.nn.while_loop(lambda i, *_: i < n, body,
+                                 [0, y, w, hf.ones(3, dtype=hf.float64)])
+    return (v * v).sum() + (c * w).sum() + u.sum()
+
+
+@pytest.mark.parametrize("flag,n", [(True, 0), (True, 3), (False, 2)])
+def test_gradients_through_outer_values_constants_and_independent_loop_variables(flag, n):
+    prog = S.Program()
+    with S.program_guard(prog):
+        x, w = S.data("x", [3], "float64"), S.data("w", [3], "float64")
+        loss = edge_cases(x, w, S.data("n", [], "int64"), S.data("flag", [], "bool"))
+        grads = S.gradients(loss, [x, w])
+    rng = np.random.default_rng(n)
+    feed = {"x": rng.standard_normal(3), "w": rng.standard_normal(3), "n": np.array(n),
+            "flag": np.array(flag)}
+    eager = [hf.tensor(feed[k], requires_grad=True) for k in ("x", "w")]
+    ref = eager_grads(edge_cases(*eager, n, flag), eager)
+    for s, r in zip(run(prog, feed, grads), ref):
+        np.testing.assert_allclose(s, r, rtol=1e-12, atol=1e-12)
+    check_finite_differences(prog, loss, feed, grads, ["x", "w"])
+
+
+def test_while_backward_structure_and_a_second_gradients_call():
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [2])
+        n = S.data("n", [], "int64")
+        _, y = S.nn.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v.sin() * x), [0, x])
+        (g1,) = S.gradients(y.sum(), [x])
+        (g2,) = S.gradients((y * y).sum(), [x])
+    ops = prog.global_block().ops
+    forward = next(op for op in ops if op.type == "while")
+    assert forward.outputs[-1] == forward.attrs["stack"]
+    grads_ops = [op for op in ops if op.type == "while_grad"]
+    assert len(grads_ops) == 2 and all(op.inputs[0] == forward.attrs["stack"]
+                                       for op in grads_ops)
+    assert "while_grad(" in str(prog)
+    xv = np.array([0.3, -0.7], np.float32)
+    out1, out2 = run(prog, {"x": xv, "n": np.array(3)}, [g1, g2])
+    xe = hf.tensor(xv, requires_grad=True)
+    v = xe
+    for _ in range(3):
+        v = v.sin() * xe
+    (ref1,) = eager_grads(v.sum(), [xe])
+    (ref2,) = eager_grads((v * v).sum(), [xe])
+    np.testing.assert_allclose(out1, ref1, rtol=1e-5)
+    np.testing.assert_allclose(out2, ref2, rtol=1e-5)

@@ -1,0 +1,336 @@
+"""The executor: results equal eager (with freed arena regions poisoned), plan reuse, fetched
+values independent of the arena, out= kernels, dtype corners, control flow, clear errors."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw import nn
+from hybridfw.static import executor as executor_module
+from hybridfw.static.executor import OP_COMPILERS, POISON_ENV_VAR, Executor, compile_block
+from hybridfw.static.ir import Operator
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(),
+                         nn.Linear(32, 5))
+
+
+def _cnn():
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(4, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 4, 3))
+
+
+def _program(model, shape):
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None] + list(shape[1:]))
+        y = model(x)
+        loss = (y * y).sum()
+    return prog, y, loss
+
+
+@pytest.mark.parametrize("make, shape", [(_mlp, (6, 20)), (_cnn, (3, 1, 12, 12))],
+                         ids=["mlp", "cnn"])
+@pytest.mark.parametrize("poison", [False, True], ids=["plain", "poisoned"])
+def test_nn_models_equal_eager(make, shape, poison):
+    hf.manual_seed(0)
+    model = make()
+    prog, y, loss = _program(model, shape)
+    exe = Executor(debug_poison=poison)
+    for batch in (shape[0], shape[0] + 2):
+        xv = hf.randn(batch, *shape[1:])
+        out, lval = exe.run(prog, feed={"x": xv}, fetch_list=[y, loss])
+        ref = model(xv)
+        np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(lval.numpy(), (ref * ref).sum().item(), rtol=1e-5)
+
+
+def test_poisoned_training_step_equals_eager_gradients():
+    hf.manual_seed(0)
+    model = _mlp()
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [7, 20])
+        t = hf.static.data("t", [7], "int64")
+        loss = nn.functional.cross_entropy(model(x), t)
+        grads = hf.static.gradients(loss, list(model.parameters()))
+    xv, tv = hf.randn(7, 20), hf.randint(0, 5, (7,))
+    out = Executor(debug_poison=True).run(prog, feed={"x": xv, "t": tv}, fetch_list=[loss] + grads)
+    eager = nn.functional.cross_entropy(model(xv), tv)
+    eager.backward()
+    np.testing.assert_allclose(out[0].numpy(), eager.item(), rtol=1e-5)
+    for g, p in zip(out[1:], model.parameters()):
+        np.testing.assert_allclose(g.numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_poison_fills_every_dead_region_and_the_env_var_turns_it_on(monkeypatch):
+    prog, _, loss = _program(_mlp(), (4, 20))
+    monkeypatch.setenv(POISON_ENV_VAR, "1")
+    exe = Executor()
+    assert exe.debug_poison
+    feed = {"x": hf.randn(4, 20)}
+    exe.run(prog, feed=feed, fetch_list=[loss])
+    arena = exe.compile(prog, feed, [loss]).arena
+    assert arena.size > 0 and np.all(arena == 0xFF)  # every planned value died before the end
+    assert np.isnan(arena[:4].view(np.float32)).all()
+    monkeypatch.delenv(POISON_ENV_VAR)
+    assert not Executor().debug_poison
+
+
+def test_compiled_plan_is_reused_per_feed_signature(monkeypatch):
+    prog, y, loss = _program(_mlp(), (4, 20))
+    calls = []
+    real = executor_module._compile_program
+    monkeypatch.setattr(executor_module, "_compile_program",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    exe = Executor()
+    for _ in range(3):
+        exe.run(prog, feed={"x": hf.randn(4, 20)}, fetch_list=[y])
+    assert len(calls) == 1
+    exe.run(prog, feed={"x": np.ones((4, 20), np.float32)}, fetch_list=[y])  # same signature
+    assert len(calls) == 1
+    exe.run(prog, feed={"x": hf.randn(9, 20)}, fetch_list=[y])      # new batch size
+    exe.run(prog, feed={"x": hf.randn(4, 20)}, fetch_list=[y, loss])  # new fetch list
+    assert len(calls) == 3
+    feed = {"x": hf.randn(4, 20)}
+    assert exe.compile(prog, feed, [y]) is exe.compile(prog, feed, [y])
+    small = Executor(max_plans=2)
+    for batch in (1, 2, 3, 1):
+        small.run(prog, feed={"x": hf.randn(batch, 20)}, fetch_list=[y])
+    assert len(calls) == 3 + 4 and len(small._cache) == 2  # batch 1 was dropped, compiled again
+
+
+def test_fetched_values_never_alias_the_arena():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [4, 4])
+        a = (x * 2.0).relu()
+        v = a.reshape(16)             # a view of an arena value
+        b = a + 1.0
+    exe = Executor()
+    first = exe.run(prog, feed={"x": hf.ones(4, 4)}, fetch_list=[v, b, x])
+    snapshot = [t.numpy().copy() for t in first]
+    exe.run(prog, feed={"x": hf.full((4, 4), 7.0)}, fetch_list=[v, b, x])
+    arena = exe.compile(prog, {"x": hf.ones(4, 4)}, [v, b, x]).arena
+    for tensor_, expected in zip(first, snapshot):
+        np.testing.assert_array_equal(tensor_.numpy(), expected)
+        assert not np.shares_memory(tensor_.numpy(), arena)
+
+
+def test_out_kernels_write_into_arena_views_and_others_are_copied_in():
+    prog, _, loss = _program(_mlp(), (4, 20))
+    source = Executor().compile(prog, {"x": hf.randn(4, 20)}, [loss]).source
+    assert "_relu(_xp, " in source and "out=_buf_" in source
+    assert "_copyto(_buf_" in source and "_linear(_xp, " in source
+    assert "_add(" in source  # ufunc kernels are called directly
+    compile(source, "<plan>", "exec")  # the shown source is the code that runs
+
+
+def test_copy_into_arena_off_keeps_ops_without_out_on_the_heap():
+    hf.manual_seed(0)
+    model = _cnn()
+    prog, y, _ = _program(model, (2, 1, 12, 12))
+    xv = hf.randn(2, 1, 12, 12)
+    exe = Executor(copy_into_arena=False, debug_poison=True)
+    (out,) = exe.run(prog, feed={"x": xv}, fetch_list=[y])
+    np.testing.assert_allclose(out.numpy(), model(xv).detach().numpy(), rtol=1e-5, atol=1e-6)
+    compiled = exe.compile(prog, {"x": xv}, [y])
+    assert "_copyto" not in compiled.source
+    assert any(why == "kept on the heap by the caller" for why in compiled.memory.heap.values())
+
+
+def test_dtype_corners_and_scalars_match_eager():
+    def fn(x):
+        y = x * 1.0
+        y[0] = 5.0                        # index_put
+        return [y, x[x > 0.5],            # data-dependent size
+                (y.floor().int() // 2),   # int floor_divide
+                (x.long() + 2).floor() * 3,  # floor of int64 computes float64 in numpy
+                (x.long() / 3),           # int / int -> float32
+                (x > 1.0) & (x < 2.0), (2.0 - x) ** 2, x.sum(), x[1, 2], x.clamp(0.5, 1.5)]
+
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        xs = hf.static.data("x", [4, 3])
+        outs = fn(xs)
+        internal = [(o * 1).sum() if o.dtype is not hf.bool else o.sum() for o in outs]
+    xv = hf.rand(4, 3) * 3
+    ref = fn(xv)
+    got = Executor(debug_poison=True).run(prog, feed={"x": xv}, fetch_list=outs + internal)
+    for g, r in zip(got, ref + [(o * 1).sum() if o.dtype is not hf.bool else o.sum()
+                                for o in ref]):
+        assert g.dtype == r.dtype and g.shape == r.shape
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-6)
+
+
+def test_inplace_pairs_run_correctly():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [8])
+        a = x * 2.0
+        b = a.tanh()
+        c = b * 3.0 + 1.0
+        d = c * 1.0
+        d[2] = -1.0           # index_put, in place on d
+        out = d.sum()
+    block = prog.global_block()
+    prog.inplace = {op.outputs[0]: op.inputs[0] for op in block.ops[1:-1]}
+    xv = hf.randn(8)
+    exe = Executor(debug_poison=True)
+    (got,) = exe.run(prog, feed={"x": xv}, fetch_list=[out])
+    ref = (xv * 2.0).tanh() * 3.0 + 1.0
+    ref[2] = -1.0
+    np.testing.assert_allclose(got.item(), ref.sum().item(), rtol=1e-6)
+    compiled = exe.compile(prog, {"x": xv}, [out])
+    assert len(compiled.memory.inplace) == 5 and len(compiled.memory.buffer_end) == 1
+    assert "_index_put(_xp, " in compiled.source and "out=_buf_" in compiled.source
+
+
+def test_control_flow_with_gradients_equals_eager_when_poisoned():
+    w = hf.randn(4, 4) * 0.5
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [2, 4])
+        h0 = (x * 2.0).tanh()
+        _, h = hf.static.nn.while_loop(lambda i, h: i < 5,
+                                       lambda i, h: (i + 1, (h @ w + h).tanh()),
+                                       [hf.tensor(0), h0])
+        y = hf.static.nn.cond(h.sum() > 0, lambda: h * 2.0, lambda: h0 - 1.0)
+        loss = (y * y).sum()
+        (gx,) = hf.static.gradients(loss, [x])
+    xv = hf.randn(2, 4)
+    got = Executor(debug_poison=True).run(prog, feed={"x": xv}, fetch_list=[y, loss, gx])
+    xe = xv.clone().requires_grad_()
+    he = h0e = (xe * 2.0).tanh()
+    for _ in range(5):
+        he = (he @ w + he).tanh()
+    ye = he * 2.0 if he.sum().item() > 0 else h0e - 1.0
+    (ye * ye).sum().backward()
+    np.testing.assert_allclose(got[0].numpy(), ye.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(got[2].numpy(), xe.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_op_compilers_hook_and_compile_block():
+    """A control-flow operator registered in OP_COMPILERS runs its sub-block through
+    compile_block, which reads outer values from env and writes its values back there."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [3])
+        a = x + 1.0
+    block = prog.global_block()
+    sub = prog.new_block()
+    sub.create_var((3,), "float32", "inner")
+    sub.create_var((), "float32", "total")
+    sub.append_op(Operator("mul", [a.name, 10.0], ["inner"]))
+    sub.append_op(Operator("sum", ["inner"], ["total"], {"dim": None, "keepdim": False}))
+    block.create_var((), "float32", "result")
+    block.append_op(Operator("twice", [a.name], ["result"], blocks=[sub]))
+
+    def compile_twice(op, blk, slots, xp):
+        plan = compile_block(op.blocks[0], slots, xp)
+        assert "def block_1(_env):" in plan.source
+        src, dst = slots["total"], slots["result"]
+
+        def step(env):
+            plan.run(env)
+            env[dst] = env[src] * 2
+        return step
+
+    OP_COMPILERS["twice"] = compile_twice
+    try:
+        exe = Executor(debug_poison=True)
+        (got,) = exe.run(prog, feed={"x": hf.ones(3)}, fetch_list=["result"])
+        source = exe.compile(prog, {"x": hf.ones(3)}, ["result"]).source
+    finally:
+        del OP_COMPILERS["twice"]
+    assert got.item() == 120.0
+    assert "_twice_step(_env)" in source and "result = _own(_env[" in source
+
+
+def test_errors_are_clear():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 2])
+        y = x + 1.0
+    exe = Executor()
+    with pytest.raises(ValueError, match=r"'z' is not an input"):
+        exe.run(prog, feed={"x": np.ones((1, 2), np.float32), "z": 1}, fetch_list=[y])
+    with pytest.raises(KeyError, match="fetch target 'nope'"):
+        exe.run(prog, feed={"x": np.ones((1, 2), np.float32)}, fetch_list=["nope"])
+    with pytest.raises(TypeError, match="expected a hf.static.Program"):
+        exe.run(object(), feed={}, fetch_list=[])
+    with pytest.raises(TypeError, match="fetch_list holds Variables"):
+        exe.run(prog, feed={"x": np.ones((1, 2), np.float32)}, fetch_list=[hf.ones(1)])
+    (single,) = exe.run(prog, feed={"x": np.ones((1, 2), np.float32)}, fetch_list=y)
+    assert single.tolist() == [[2.0, 2.0]]
+    prog.global_block().append_op(Operator("unknown_kind", [y.name], [y.name]))
+    with pytest.raises(KeyError, match="'unknown_kind' is neither a registry op"):
+        exe.run(prog, feed={"x": np.ones((1, 2), np.float32)}, fetch_list=[y])
+
+
+def test_return_numpy_and_fetching_inputs_and_parameters():
+    lin = nn.Linear(2, 2)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [1, 2])
+        y = lin(x)
+    w_name = next(iter(prog.params))
+    xv = np.ones((1, 2), np.float32)
+    got_x, got_w, got_y = Executor().run(prog, feed={"x": xv}, fetch_list=[x, w_name, y],
+                                         return_numpy=True)
+    assert isinstance(got_y, np.ndarray)
+    assert not np.shares_memory(got_x, xv) and not np.shares_memory(got_w, lin.weight.detach().numpy())
+    np.testing.assert_allclose(got_y, lin(hf.tensor(xv)).detach().numpy(), rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_gpu_plan_equals_cpu():
+    if not hf.cuda.is_available():
+        pytest.skip("needs cupy and a CUDA device")
+    hf.manual_seed(0)
+    model = _cnn()
+    xv = hf.randn(2, 1, 12, 12)
+    prog, y, loss = _program(model, (2, 1, 12, 12))
+    cpu_out = Executor().run(prog, feed={"x": xv}, fetch_list=[y, loss], return_numpy=True)
+    model.to("cuda")
+    gpu_prog = hf.static.Program(device=hf.device("cuda"))
+    with hf.static.program_guard(gpu_prog):
+        gy = model(hf.static.data("x", [None, 1, 12, 12]))
+        gloss = (gy * gy).mean()
+    exe = Executor(debug_poison=True)
+    gpu_out = exe.run(gpu_prog, feed={"x": xv.to("cuda")}, fetch_list=[gy, gloss],
+                      return_numpy=True)
+    for c, g in zip(cpu_out, gpu_out):
+        np.testing.assert_allclose(g, c, rtol=1e-4, atol=1e-5)
+    assert exe.compile(gpu_prog, {"x": xv.to("cuda")}, [gloss]).memory.alignment == 256
+
+
+def test_optimized_programs_run_poisoned_and_inplace_shrinks_the_arena():
+    passes = pytest.importorskip("hybridfw.static.passes")
+    hf.manual_seed(0)
+    model = _mlp()
+    prog, y, loss = _program(model, (6, 20))
+    xv = hf.randn(6, 20)
+    ref = model(xv).detach().numpy()
+    sizes = {}
+    for disable in ((), ("fusion",), ("fusion", "inplace")):
+        optimized = passes.optimize(prog, fetch=[y, loss], disable=disable)
+        exe = Executor(debug_poison=True)
+        out, _ = exe.run(optimized, feed={"x": xv}, fetch_list=[y.name, loss.name])
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6)
+        sizes[disable] = exe.compile(optimized, {"x": xv}, [y.name, loss.name]).memory
+    assert sizes[("fusion",)].inplace
+    assert sizes[("fusion",)].arena_bytes <= sizes[("fusion", "inplace")].arena_bytes
+
+    chain = hf.static.Program()  # elementwise only: in place, one buffer is enough
+    with hf.static.program_guard(chain):
+        x = hf.static.data("x", [256])
+        z = ((x * 2.0).exp() + 1.0).tanh().relu().sum()
+    arenas = []
+    for disable in (("fusion",), ("fusion", "inplace")):
+        optimized = passes.optimize(chain, fetch=[z], disable=disable)
+        exe = Executor(debug_poison=True)
+        (got,) = exe.run(optimized, feed={"x": hf.ones(256)}, fetch_list=[z.name])
+        np.testing.assert_allclose(got.item(), 256 * np.tanh(np.exp(2.0) + 1.0), rtol=1e-5)
+        arenas.append(exe.compile(optimized, {"x": hf.ones(256)}, [z.name]).arena.nbytes)
+    assert arenas == [1024, 2048]
