@@ -34,6 +34,7 @@ from hybridfw import nn
 from hybridfw.static.memory_plan import plan_arena
 
 REPEATS = 7
+SETTLE_SECONDS = 0.3
 RNG = np.random.default_rng(0)
 
 
@@ -53,8 +54,15 @@ def side_by_side(cases: dict, seconds=0.03) -> dict:
     case, REPEATS times) so that load from other processes hits them all alike."""
     numbers = {name: _calls_per_round(fn, seconds) for name, fn in cases.items()}
     samples = {name: [] for name in cases}
+    pool = None
     for _ in range(REPEATS):
         for name, fn in cases.items():
+            if ("torch" in name) != pool:
+                # the other library's worker threads (OpenBLAS, PyTorch's OpenMP) keep spinning
+                # on the two cores for a while after their last call: let them go to sleep
+                pool = "torch" in name
+                time.sleep(SETTLE_SECONDS)
+            fn()
             samples[name].append(timeit.timeit(fn, number=numbers[name]) / numbers[name])
     return {name: statistics.median(times) for name, times in samples.items()}
 

@@ -160,6 +160,11 @@ def use_interpreter(interpreter):
         _current.reset(token)
 
 
+def default_interpreter():
+    """The interpreter registered as the default (eager)."""
+    return _default_interpreter.target
+
+
 def current_interpreter():
     return _get_current()
 

@@ -110,6 +110,31 @@ broadcast_to = register("broadcast_to", infer=_broadcast_to_infer, view=True,
                         vjp=(lambda g, out, a, *, shape: sum_to(g, a.shape),))
 
 
+def _sum_to_like_infer(g, like):
+    return tuple(like.shape), g.dtype, None
+
+
+def _sum_to_like_kernel(xp, g, like):
+    shape = like.shape
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and g.shape[lead + i] != 1)
+    return (g.sum(axis=axes, keepdims=True) if axes else g).reshape(shape)
+
+
+def _sum_to_like_grad(gg, out, g, like):
+    raise RuntimeError("sum_to_like: double backward through a gradient reduced over dims only "
+                       "known at run time is not supported")
+
+
+# sum_to at run time: a static program's gradient for an input whose dims are only known as
+# -1 (and may turn out to be broadcast, size 1) is reduced to that input's actual shape.
+sum_to_like = register("sum_to_like", infer=_sum_to_like_infer, kernel=_sum_to_like_kernel,
+                       view=True, vjp=(_sum_to_like_grad, None))
+
+
 def _concat_infer(*xs, dim):
     if not xs:
         raise ValueError("cat: expected a non-empty sequence of tensors")
@@ -161,5 +186,5 @@ to_device = register("to_device", infer=_to_device_infer, kernel=_to_device_kern
                      vjp=(lambda g, out, a, *, device, source:
                           apply(to_device, g, device=source, source=device),))
 
-__all__ = ["reshape", "permute", "broadcast_to", "concat", "to_device", "sum_to",
+__all__ = ["reshape", "permute", "broadcast_to", "concat", "to_device", "sum_to", "sum_to_like",
            "resolve_shape", "broadcast_shapes"]

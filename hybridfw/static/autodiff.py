@@ -34,6 +34,7 @@ from __future__ import annotations
 from ..dtypes import int64
 from ..ops import creation as C
 from ..ops import elementwise as E
+from ..ops import shape_ops as S
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorLike, TensorMeta, apply, get_op
 from .control_flow import build_in, new_sub_block, outer_reads, to_variable
@@ -151,6 +152,10 @@ def _fit(g, var, resolve):
     lead = len(var.shape) - len(g.shape)
     if lead > 0 or any(b == -1 and a == 1 for a, b in zip(g.shape, var.shape[lead:])):
         g = apply(E.where, apply(E.isnan, resolve(var.name)), g, g)
+    if any(b == -1 and a != 1 for a, b in zip(g.shape, var.shape)):
+        # a dim known only at run time may still have been broadcast (size 1 then): reduce to
+        # the input's actual shape when the program runs
+        g = apply(S.sum_to_like, g, resolve(var.name))
     return g
 
 

@@ -386,3 +386,33 @@ def test_while_backward_structure_and_a_second_gradients_call():
     (ref2,) = eager_grads((v * v).sum(), [xe])
     np.testing.assert_allclose(out1, ref1, rtol=1e-5)
     np.testing.assert_allclose(out2, ref2, rtol=1e-5)
+
+
+def test_gradient_of_an_input_broadcast_only_at_run_time():
+    # b is declared (-1, 3) but fed as (1, 3): its gradient must be summed over the batch
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = hf.static.data("a", [None, 3])
+        b = hf.static.data("b", [None, 3])
+        loss = (a * b).sum()
+        gb, = hf.static.gradients([loss], [b])
+    av = np.arange(12, dtype=np.float32).reshape(4, 3)
+    bv = np.ones((1, 3), np.float32)
+    (got,) = hf.static.Executor().run(prog, feed={"a": av, "b": bv}, fetch_list=[gb])
+    np.testing.assert_allclose(got.numpy(), av.sum(0, keepdims=True))
+    (got,) = hf.static.Executor().run(prog, feed={"a": av, "b": np.ones((4, 3), np.float32)},
+                                      fetch_list=[gb])
+    np.testing.assert_allclose(got.numpy(), av)
+
+
+def test_modules_built_inside_program_guard_keep_eager_parameters():
+    from hybridfw import nn
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 4])
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        y = model(x)
+    assert isinstance(model[0].weight, nn.Parameter) and len(prog.params) == 4
+    xv = np.ones((3, 4), np.float32)
+    (got,) = hf.static.Executor().run(prog, feed={"x": xv}, fetch_list=[y])
+    np.testing.assert_allclose(got.numpy(), model(hf.tensor(xv)).detach().numpy(), rtol=1e-6)

@@ -6,6 +6,7 @@ stores it in ``_parameters``, ``_modules`` or ``_buffers`` (ordered dicts), whic
 """
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
@@ -16,6 +17,7 @@ from ...backend import device as as_device
 from ...dtypes import DType, as_dtype
 from ...dygraph.autograd import no_grad
 from ...dygraph.tensor import Tensor, from_numpy, tensor
+from ...ops.registry import default_interpreter, use_interpreter
 from ..parameter import Parameter
 
 __all__ = ["Module", "IncompatibleKeys", "StateDictError"]
@@ -73,6 +75,19 @@ class Module:
     """
 
     training: bool
+
+    def __init_subclass__(cls, **kwargs):
+        # Parameters are eager tensors, created once: a module built inside a static
+        # program_guard still initialises them eagerly (its forward is what gets recorded).
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_eager_init", False):
+            @functools.wraps(init)
+            def eager_init(self, *args, **kw):
+                with use_interpreter(default_interpreter()):
+                    init(self, *args, **kw)
+            eager_init._eager_init = True
+            cls.__init__ = eager_init
 
     def __init__(self) -> None:
         d = self.__dict__
