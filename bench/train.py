@@ -103,7 +103,8 @@ def main():
         t_hf = time_steps(hf_step(model, x, y))
         t_torch = time_steps(torch_step(torch, twin, x, y)) if twin is not None else float("nan")
         ratio = t_hf / t_torch
-        print(f"{name:34s}{t_hf:10.2f}{t_torch:10.2f}{ratio:7.2f}x{'<=' + str(targets[kind]) + 'x':>8s}")
+        target = f"<={targets[kind]}x"
+        print(f"{name:34s}{t_hf:10.2f}{t_torch:10.2f}{ratio:7.2f}x{target:>8s}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from hybridfw.nn import functional as F
 
 
 class DigitsCNN(nn.Module):
-    """conv(1->16) -> ReLU -> conv(16->32) -> ReLU -> maxpool 2 -> linear(512->64) -> linear(->10)."""
+    """conv(1->16), ReLU, conv(16->32), ReLU, maxpool 2, linear(512->64), ReLU, linear(->10)."""
 
     def __init__(self):
         super().__init__()

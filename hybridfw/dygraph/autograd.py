@@ -17,8 +17,8 @@ import functools
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
-__all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "backward",
-           "grad", "GradMode"]
+__all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "run_backward", "GradMode"]
 
 
 class GradMode:

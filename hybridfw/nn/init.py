@@ -21,7 +21,8 @@ from ..dygraph.tensor import Tensor
 from ..ops.factories import rand, randn
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
-           "zeros_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "zeros_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "fan_in_uniform_"]
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -176,3 +177,15 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+
+
+def fan_in_uniform_(weight, bias=None):
+    """PyTorch's default for Linear and Conv layers: ``kaiming_uniform_(a=sqrt(5))`` weights and
+    a bias drawn from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (left alone when fan_in is 0)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        if fan_in > 0:
+            bound = 1 / math.sqrt(fan_in)
+            uniform_(bias, -bound, bound)
+    return weight

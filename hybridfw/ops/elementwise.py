@@ -94,11 +94,13 @@ div = register("div", infer=_float_binary_infer("div"), kernel=_ufunc_kernel("tr
                vjp=(lambda g, out, a, b: g / b, lambda g, out, a, b: -g * a / (b * b)))
 
 
-floor_divide = register("floor_divide", infer=_arith_infer("floor_divide"), kernel=_ufunc_kernel("floor_divide"),
+floor_divide = register("floor_divide", infer=_arith_infer("floor_divide"),
+                        kernel=_ufunc_kernel("floor_divide"),
                         supports_out=True,
                         # piecewise constant: the derivative is zero wherever it exists
                         vjp=(lambda g, out, a, b: g * 0, lambda g, out, a, b: g * 0))
-remainder = register("remainder", infer=_arith_infer("remainder"), kernel=_ufunc_kernel("remainder"),
+remainder = register("remainder", infer=_arith_infer("remainder"),
+                     kernel=_ufunc_kernel("remainder"),
                      supports_out=True, save=(0, 1),
                      vjp=(lambda g, out, a, b: g,
                           lambda g, out, a, b: -g * apply(floor_divide, a, b)))

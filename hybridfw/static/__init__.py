@@ -11,20 +11,18 @@ Example::
     >>> out.tolist()
     [6.0, 6.0]
 """
+from . import fused  # noqa: F401 - registers the fused_elementwise op
 from . import nn
 from .autodiff import gradients
 from .builder import StaticInterpreter, current_program, data, default_main_program, program_guard
 from .executor import Executor
 from .ir import Block, Operator, Program, Variable
+from .memory_plan import plan_arena
+from .passes import optimize
+from .serialize import load_program, program_from_dict, program_to_dict, save_program
+from .verifier import verify
 
 __all__ = ["Program", "Block", "Operator", "Variable", "program_guard", "data", "Executor",
-           "StaticInterpreter", "default_main_program", "current_program"]
-__all__ += ["nn", "gradients"]
-from .serialize import load_program, program_from_dict, program_to_dict, save_program
-
-__all__ += ["save_program", "load_program", "program_to_dict", "program_from_dict"]
-from . import fused  # noqa: E402,F401 - registers the fused_elementwise op
-from .passes import optimize  # noqa: E402
-from .verifier import verify  # noqa: E402
-
-__all__ += ["optimize", "verify"]
+           "StaticInterpreter", "default_main_program", "current_program", "nn", "gradients",
+           "save_program", "load_program", "program_to_dict", "program_from_dict", "optimize",
+           "verify", "plan_arena"]

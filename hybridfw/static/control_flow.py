@@ -163,7 +163,9 @@ def _describe(structure) -> str:
         return "{" + ", ".join(f"{k!r}: {_describe(c)}" for k, c in zip(structure[1],
                                                                          structure[2])) + "}"
     inner = ", ".join(_describe(c) for c in structure[2])
-    return f"[{inner}]" if structure[1] is list else f"({inner}{',' if len(structure[2]) == 1 else ''})"
+    if structure[1] is list:
+        return f"[{inner}]"
+    return f"({inner}{',' if len(structure[2]) == 1 else ''})"
 
 
 def _merge_shape(construct: str, what: str, a, b, a_label: str, b_label: str) -> tuple:
@@ -406,7 +408,7 @@ class _LoopBuilder:
         return outputs
 
 
-# ---- execution ------------------------------------------------------------------------------------
+# ---- execution --------------------------------------------------------------------------
 def _compile_cond(op, block, slots, xp):
     true_plan, false_plan = (compile_block(b, slots, xp) for b in op.blocks)
     pred = slots[op.inputs[0]]

@@ -1,7 +1,6 @@
 """Convolution layers: Conv2d."""
 from __future__ import annotations
 
-import math
 
 from ...ops.factories import empty
 from .. import functional as F
@@ -86,12 +85,7 @@ class Conv2d(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init.fan_in_uniform_(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
         if input.ndim not in (3, 4):

@@ -1,7 +1,6 @@
 """Linear layers and shape helpers: Linear, Identity, Flatten, Unflatten."""
 from __future__ import annotations
 
-import math
 
 from ...ops.factories import empty
 from .. import functional as F
@@ -49,11 +48,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.fan_in_uniform_(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
         n = input.shape[-1] if input.ndim else None
