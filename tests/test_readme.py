@@ -6,9 +6,11 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
 def test_quickstart_runs(tmp_path, monkeypatch):
-    code = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md quickstart", "exec"), {})
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"README.md python block {i + 1}", "exec"), {})
     assert (tmp_path / "model.hf").exists()
 
 

@@ -202,7 +202,7 @@ class _Backward:
             elif op.type == "while":
                 self._while(op, block, grads, resolve, reachable)
             elif op.type == "while_grad":
-                raise NotImplementedError(
+                raise ValueError(
                     "gradients: differentiating the backward of a while loop (double backward "
                     "through while_loop) is not supported")
             else:

@@ -416,3 +416,16 @@ def test_modules_built_inside_program_guard_keep_eager_parameters():
     xv = np.ones((3, 4), np.float32)
     (got,) = hf.static.Executor().run(prog, feed={"x": xv}, fetch_list=[y])
     np.testing.assert_allclose(got.numpy(), model(hf.tensor(xv)).detach().numpy(), rtol=1e-6)
+
+
+def test_double_backward_through_while_is_refused_clearly():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [3], "float64")
+        n = hf.static.data("n", [], "int64")
+        i0 = hf.zeros((), dtype="int64")
+        _, y = hf.static.nn.while_loop(lambda i, h: i < n, lambda i, h: (i + 1, (h * x).tanh()),
+                                       [i0, x])
+        (g,) = hf.static.gradients([y.sum()], [x])
+        with pytest.raises(ValueError, match="double backward through while_loop"):
+            hf.static.gradients([g.sum()], [x])
