@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Device", "device", "cpu", "Storage", "cuda_is_available", "cuda_device_count",
-           "to_device_array", "default_device", "set_default_device", "array_device"]
+           "to_device_array", "default_device", "set_default_device", "array_device",
+           "is_writeable", "root_array", "storage_for", "add_at"]
 
 _cupy = None
 _cupy_checked = False
@@ -164,6 +165,22 @@ def to_device_array(arr, dev: Device):
     cp = dev.xp
     with cp.cuda.Device(dev.index):
         return cp.asarray(arr)
+
+
+def add_at(xp, out, index, values) -> None:
+    """``out[index] += values`` with repeated indices accumulating (numpy's ``add.at``; cupy's
+    ``cupyx.scatter_add`` where its ufuncs lack ``.at``)."""
+    at = getattr(xp.add, "at", None)
+    if at is not None:
+        at(out, index, values)
+    else:
+        import cupyx  # noqa: PLC0415 - only reached with cupy
+        cupyx.scatter_add(out, index, values)
+
+
+def is_writeable(arr) -> bool:
+    """False for read-only arrays such as numpy broadcast views (cupy does not track it)."""
+    return getattr(arr.flags, "writeable", True)
 
 
 def root_array(arr):

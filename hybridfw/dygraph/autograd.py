@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 
+from ..backend import is_writeable
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
@@ -272,7 +273,7 @@ def _accumulate_leaves(leaves, buffers, root_grads, create_graph):
             # A view is fine (a transposed weight gradient) as long as it covers all of its
             # storage and is writable (not a broadcast); otherwise copy.
             data = g._data
-            shared = id(g._storage) in taken or not data.flags.writeable or \
+            shared = id(g._storage) in taken or not is_writeable(data) or \
                 g._storage.nbytes != data.nbytes
             if create_graph:
                 leaf.grad = g.clone() if shared else g  # clone() stays differentiable here

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import Storage, default_device, root_array, storage_for
+from ..backend import Storage, default_device, is_writeable, root_array, storage_for
 from ..backend import device as as_device
 from ..ops.registry import set_interpreter
 from .autograd import GradMode, Node
@@ -180,7 +180,7 @@ class EagerInterpreter:
                 old._rg = target._rg
                 node_args = (old,) + tuple(args[1:])
             node = _make_node(op, node_args, attrs)
-        if not target._data.flags.writeable:
+        if not is_writeable(target._data):
             raise RuntimeError(f"{op.name}: cannot write in place into this tensor: it is a "
                                "broadcast (expand) view whose elements share memory; clone() it")
         try:

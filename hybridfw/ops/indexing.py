@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..dtypes import bool_
 from .infer import broadcast_shapes
+from ..backend import add_at
 from .registry import TensorLike, apply, register
 
 
@@ -235,7 +236,7 @@ def _getitem_backward_kernel(xp, g, *index, spec, shape):
     out = xp.zeros(shape, dtype=g.dtype)
     view, idx, rest = indexed_target(out, spec, index)
     if _has_int_arrays(rest, index):
-        xp.add.at(view, idx, g)  # repeated indices accumulate
+        add_at(xp, view, idx, g)  # repeated indices accumulate
     else:
         view[idx] = g
     return out
@@ -264,7 +265,7 @@ def _index_put_kernel(xp, a, value, *index, spec, accumulate=False, out=None):
     view, idx, rest = indexed_target(out, spec, index)
     if accumulate:
         if _has_int_arrays(rest, index):
-            xp.add.at(view, idx, value)
+            add_at(xp, view, idx, value)
         else:
             view[idx] += value
     else:
@@ -331,7 +332,7 @@ def _gather_backward_infer(g, index, *, dim, shape):
 
 def _gather_backward_kernel(xp, g, index, *, dim, shape):
     out = xp.zeros(shape, dtype=g.dtype)
-    xp.add.at(out, _gather_index(xp, index, dim % len(shape)), g)
+    add_at(xp, out, _gather_index(xp, index, dim % len(shape)), g)
     return out
 
 

@@ -21,6 +21,7 @@ from . import reduction as R
 from .conv import conv2d, conv2d_input_grad, conv2d_weight_grad
 from .infer import check_float, normalize_dim
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d, max_pool2d_indices
+from ..backend import add_at
 from .registry import apply, register
 
 __all__ = ["softmax", "log_softmax", "log_sigmoid", "erf", "pad_constant", "nll_loss",
@@ -363,7 +364,7 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
         keep = rows != padding_idx
         rows, grads = rows[keep], grads[keep]
     out = xp.zeros((num_weights, g.shape[-1]), dtype=g.dtype)
-    xp.add.at(out, rows, grads)  # repeated indices accumulate
+    add_at(xp, out, rows, grads)  # repeated indices accumulate
     return out
 
 
