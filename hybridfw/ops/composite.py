@@ -56,9 +56,15 @@ def mean(x, dim=None, keepdim: bool = False, *, dtype=None):
     return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim) / _dim_count(x, dim)
 
 
-def var(x, dim=None, *, correction: int = 1, keepdim: bool = False, unbiased=None):
-    if unbiased is not None:
-        correction = 1 if unbiased else 0
+def var(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Variance, unbiased by default (``correction=1``); PyTorch's legacy positional forms
+    ``var(x, dim, unbiased, keepdim)`` and ``var(x, unbiased)`` work too."""
+    if isinstance(dim, bool):  # var(x, True): the legacy unbiased flag in dim's place
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None else (1 if unbiased else 0)
+    elif unbiased is not None:
+        raise ValueError("var: pass either correction or unbiased, not both")
     if not x.dtype.is_floating_point:
         raise TypeError(f"var: input dtype must be floating point, got {x.dtype}")
     dim = _dims_attr(dim)
@@ -70,8 +76,9 @@ def var(x, dim=None, *, correction: int = 1, keepdim: bool = False, unbiased=Non
     return total / n if n > 0 else total * math.nan
 
 
-def std(x, dim=None, *, correction: int = 1, keepdim: bool = False, unbiased=None):
-    return apply(E.sqrt, var(x, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+def std(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Standard deviation (same arguments as :func:`var`)."""
+    return apply(E.sqrt, var(x, dim, unbiased, keepdim, correction=correction))
 
 
 def logsumexp(x, dim, keepdim: bool = False):
@@ -99,14 +106,18 @@ def _extreme(name, reduce_op, arg_op, x, dim, keepdim):
     return MinMax(values, indices)
 
 
-def max(x, dim=None, keepdim: bool = False):  # noqa: A001
+def max(x, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
     """Without ``dim``: the largest element. With ``dim``: ``(values, indices)``."""
+    if other is not None:
+        dim = other
     if isinstance(dim, TensorLike):
         return apply(E.maximum, x, dim)
     return _extreme("max", R.amax, R.argmax, x, dim, keepdim)
 
 
-def min(x, dim=None, keepdim: bool = False):  # noqa: A001
+def min(x, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
+    if other is not None:
+        dim = other
     if isinstance(dim, TensorLike):
         return apply(E.minimum, x, dim)
     return _extreme("min", R.amin, R.argmin, x, dim, keepdim)
@@ -118,7 +129,11 @@ def reshape(x, *shape):
     return apply(S.reshape, x, shape=tuple(int(s) for s in shape))
 
 
-def permute(x, *dims):
+def permute(x, *dims, **kwargs):
+    if kwargs:  # PyTorch's keyword form: permute(x, dims=(...))
+        if set(kwargs) != {"dims"} or dims:
+            raise TypeError(f"permute() got unexpected arguments {sorted(kwargs)}")
+        dims = (kwargs["dims"],)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     return apply(S.permute, x, dims=tuple(normalize_dim("permute", d, x.ndim) for d in dims))

@@ -16,7 +16,11 @@ __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_l
            "normal", "uniform"]
 
 
-def _shape(size) -> tuple:
+def _shape(size, size_kw=None) -> tuple:
+    if size_kw is not None:  # PyTorch's size= keyword
+        if size:
+            raise TypeError("pass the shape either positionally or as size=, not both")
+        size = (size_kw,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     try:
@@ -49,14 +53,14 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
                        device=_dev(device)), requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(apply(K.full, shape=_shape(size), value=0, dtype=_dt(dtype), device=_dev(device)),
-                 requires_grad)
+def zeros(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
+    return _grad(apply(K.full, shape=_shape(shape, size), value=0, dtype=_dt(dtype),
+                       device=_dev(device)), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(apply(K.full, shape=_shape(size), value=1, dtype=_dt(dtype), device=_dev(device)),
-                 requires_grad)
+def ones(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
+    return _grad(apply(K.full, shape=_shape(shape, size), value=1, dtype=_dt(dtype),
+                       device=_dev(device)), requires_grad)
 
 
 empty = zeros  # hybridfw never hands out uninitialised memory
@@ -104,15 +108,15 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
                        device=_dev(device)), requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad: bool = False):
+def rand(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
     """Uniform samples in [0, 1), from the generator ``hf.manual_seed`` seeds."""
-    return _grad(apply(K.uniform, shape=_shape(size), low=0.0, high=1.0, dtype=_dt(dtype),
+    return _grad(apply(K.uniform, shape=_shape(shape, size), low=0.0, high=1.0, dtype=_dt(dtype),
                        device=_dev(device)), requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad: bool = False):
+def randn(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
     """Standard normal samples."""
-    return _grad(apply(K.normal, shape=_shape(size), mean=0.0, std=1.0, dtype=_dt(dtype),
+    return _grad(apply(K.normal, shape=_shape(shape, size), mean=0.0, std=1.0, dtype=_dt(dtype),
                        device=_dev(device)), requires_grad)
 
 

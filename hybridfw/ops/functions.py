@@ -17,7 +17,8 @@ __all__ = ["abs", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp", "
            "where", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
            "relu", "neg", "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "add",
            "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
-           "lt", "le", "gt", "ge", "expand", "concatenate"]
+           "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
+           "numel", "allclose", "equal"]
 
 clip = clamp
 concat = concatenate = cat
@@ -86,3 +87,36 @@ def amin(input, dim=None, keepdim=False):  # noqa: A002
 
 def logical_not(input):  # noqa: A002
     return input.logical_not()
+
+
+def softmax(input, dim):  # noqa: A002
+    return input.softmax(dim)
+
+
+def log_softmax(input, dim):  # noqa: A002
+    return input.log_softmax(dim)
+
+
+def is_tensor(obj) -> bool:
+    """True for hybridfw tensors (eager Tensors and static Variables)."""
+    from .registry import TensorLike  # noqa: PLC0415
+    return isinstance(obj, TensorLike)
+
+
+def numel(input) -> int:  # noqa: A002
+    return input.numel()
+
+
+def allclose(input, other, rtol: float = 1e-5, atol: float = 1e-8,  # noqa: A002
+             equal_nan: bool = False) -> bool:
+    """Whether ``|input - other| <= atol + rtol * |other|`` everywhere (a Python bool)."""
+    diff = apply(E.abs_, input - other)
+    ok = diff <= atol + rtol * apply(E.abs_, other)
+    if equal_nan:
+        ok = ok | (apply(E.isnan, input) & apply(E.isnan, other))
+    return bool(ok.all())
+
+
+def equal(input, other) -> bool:  # noqa: A002
+    """Same shape and the same elements."""
+    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())

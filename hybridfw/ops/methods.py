@@ -261,11 +261,11 @@ class TensorMethods(TensorLike):
     def prod(self, dim=None, keepdim=False):
         return C.prod(self, dim, keepdim)
 
-    def max(self, dim=None, keepdim=False):
-        return C.max(self, dim, keepdim)
+    def max(self, dim=None, keepdim=False, *, other=None):
+        return C.max(self, dim, keepdim, other=other)
 
-    def min(self, dim=None, keepdim=False):
-        return C.min(self, dim, keepdim)
+    def min(self, dim=None, keepdim=False, *, other=None):
+        return C.min(self, dim, keepdim, other=other)
 
     def amax(self, dim=None, keepdim=False):
         return apply(R.amax, self, dim=C._dims_attr(dim), keepdim=keepdim)
@@ -279,11 +279,11 @@ class TensorMethods(TensorLike):
     def argmin(self, dim=None, keepdim=False):
         return C.argmin(self, dim, keepdim)
 
-    def var(self, dim=None, *, correction=1, keepdim=False, unbiased=None):
-        return C.var(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return C.var(self, dim, unbiased, keepdim, correction=correction)
 
-    def std(self, dim=None, *, correction=1, keepdim=False, unbiased=None):
-        return C.std(self, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return C.std(self, dim, unbiased, keepdim, correction=correction)
 
     def logsumexp(self, dim, keepdim=False):
         return C.logsumexp(self, dim, keepdim)
@@ -315,8 +315,8 @@ class TensorMethods(TensorLike):
     def transpose(self, dim0, dim1):
         return C.transpose(self, dim0, dim1)
 
-    def permute(self, *dims):
-        return C.permute(self, *dims)
+    def permute(self, *dims, **kwargs):
+        return C.permute(self, *dims, **kwargs)
 
     def expand(self, *sizes):
         return C.expand(self, *sizes)
@@ -371,6 +371,29 @@ class TensorMethods(TensorLike):
     def clone(self):
         """A copy with its own storage (differentiable)."""
         return apply(E.copy, self)
+
+    def softmax(self, dim):
+        from . import nn_ops  # noqa: PLC0415 - nn_ops imports this module's siblings
+        return apply(nn_ops.softmax, self, dim=dim)
+
+    def log_softmax(self, dim):
+        from . import nn_ops  # noqa: PLC0415
+        return apply(nn_ops.log_softmax, self, dim=dim)
+
+    def type_as(self, other):
+        return self.astype(other.dtype)
+
+    def new_zeros(self, *size, dtype=None):
+        from .factories import zeros  # noqa: PLC0415
+        return zeros(*size, dtype=dtype or self.dtype, device=self.device)
+
+    def new_ones(self, *size, dtype=None):
+        from .factories import ones  # noqa: PLC0415
+        return ones(*size, dtype=dtype or self.dtype, device=self.device)
+
+    def new_full(self, size, fill_value, *, dtype=None):
+        from .factories import full  # noqa: PLC0415
+        return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
 
     # ---- dtype conversion -------------------------------------------------------------------
     def astype(self, dtype):
