@@ -11,6 +11,8 @@ import warnings
 
 from ...ops.composite import cat, stack
 from ...ops.factories import empty, zeros
+from ...ops.registry import apply
+from ...ops.rnn_ops import gru_cell, lstm_cell
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -25,29 +27,23 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 # ``gi`` is this step's input projection, computed for the whole sequence before the loop; for
 # LSTM and RNN it already holds both biases (``x @ w_ih.T + b_ih + b_hh``), for GRU only ``b_ih``
 # (``b_hn`` sits inside ``r * (...)``). ``w_hh_t`` is ``w_hh.T``, transposed once per sequence.
-# Both keep the op count per step (the cost of a time loop) low.
+# Both keep the op count per step (the cost of a time loop) low, as do the fused cell primitives
+# (``ops.rnn_ops``): an LSTM step is matmul, add, lstm_cell and two views of its [h, c] output.
 def _input_projection(mode: str, x, w_ih, b_ih, b_hh):
     bias = b_ih if b_ih is None or mode == "GRU" else b_ih + b_hh
     return F.linear(x, w_ih, bias)
 
 
 def _lstm_step(gi, h, c, w_hh_t):
-    gates = gi + h @ w_hh_t
-    hidden = h.shape[-1]
-    act = gates.sigmoid()  # one op for i, f and o (the g columns are simply not used)
-    g = gates[..., 2 * hidden:3 * hidden].tanh()
-    c = act[..., hidden:2 * hidden] * c + act[..., :hidden] * g
-    return act[..., 3 * hidden:] * c.tanh(), c
+    hc = apply(lstm_cell, gi + h @ w_hh_t, c)  # stack([h, c]): one fused op for the cell
+    return hc[0], hc[1]
 
 
 def _gru_step(gi, h, w_hh_t, b_hh):
     gh = h @ w_hh_t
     if b_hh is not None:
         gh = gh + b_hh
-    hidden = h.shape[-1]
-    rz = (gi[..., :2 * hidden] + gh[..., :2 * hidden]).sigmoid()
-    n = (gi[..., 2 * hidden:] + rz[..., :hidden] * gh[..., 2 * hidden:]).tanh()
-    return n + rz[..., hidden:] * (h - n)  # (1 - z) * n + z * h
+    return apply(gru_cell, gi, gh, h)
 
 
 def _rnn_step(gi, h, w_hh_t, nonlinearity):
