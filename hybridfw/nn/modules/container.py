@@ -10,6 +10,13 @@ from .module import Module
 __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 
 
+def _renumber(container, modules) -> None:
+    """Re-register ``modules`` under the names 0..n-1, in order."""
+    container._modules.clear()
+    for i, m in enumerate(modules):
+        container.add_module(str(i), m)
+
+
 def _index(name: str, idx, n: int) -> int:
     idx = operator.index(idx)
     if not -n <= idx < n:
@@ -56,9 +63,7 @@ class Sequential(Module):
         # Keep names 0..n-1 when they were positional.
         if all(k.isdigit() for k in self._modules):
             items = list(self._modules.values())
-            self._modules.clear()
-            for i, m in enumerate(items):
-                self._modules[str(i)] = m
+            _renumber(self, items)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -81,9 +86,7 @@ class Sequential(Module):
         if not -n <= index <= n:
             raise IndexError(f"Sequential.insert: index {index} is out of range for length {n}")
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        _renumber(self, items)
         return self
 
     def forward(self, input):  # noqa: A002
@@ -122,9 +125,7 @@ class ModuleList(Module):
             del items[idx]
         else:
             del items[_index("ModuleList", idx, len(items))]
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _renumber(self, items)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -153,9 +154,7 @@ class ModuleList(Module):
     def insert(self, index: int, module: Module) -> None:
         items = list(self._modules.values())
         items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        _renumber(self, items)
 
     def pop(self, idx: int = -1) -> Module:
         module = self[idx]
