@@ -1,0 +1,142 @@
+"""Scope analysis over gast trees.
+
+- :func:`assigned_names`: names a list of statements binds in the current function scope
+  (assignments, augmented assignments, for targets, ``with ... as``, imports, nested ``def``
+  and ``class`` names, walrus targets), not descending into nested scopes.
+- :func:`read_names`: names loaded, including inside nested functions and lambdas (their free
+  variables are read from this scope when they run).
+- :func:`definitely_bound`: the names certainly bound before a statement runs, for a simple
+  flow analysis over straight-line code, ``if`` (both branches), loops (bodies may not run)
+  and ``try`` (handlers may start anywhere).
+"""
+from __future__ import annotations
+
+import gast
+
+__all__ = ["assigned_names", "read_names", "definitely_bound", "declared_nonlocal"]
+
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
+           gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+class _Assigned(gast.NodeVisitor):
+    def __init__(self):
+        self.names: dict = {}
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, (gast.Store, gast.Del)):
+            self.names.setdefault(node.id)
+
+    def visit_FunctionDef(self, node):
+        self.names.setdefault(node.name)
+        for d in node.decorator_list:
+            self.visit(d)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        self.names.setdefault(node.name)
+
+    def visit_Lambda(self, node):
+        pass
+
+    def _comprehension(self, node):
+        # only the walrus targets inside a comprehension bind in the enclosing scope
+        for sub in gast.walk(node):
+            if isinstance(sub, gast.NamedExpr) and isinstance(sub.target, gast.Name):
+                self.names.setdefault(sub.target.id)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def visit_alias(self, node):
+        bound = node.asname or node.name.split(".")[0]
+        if bound != "*":
+            self.names.setdefault(bound)
+
+    def visit_Global(self, node):
+        pass
+
+    visit_Nonlocal = visit_Global
+
+
+def assigned_names(nodes) -> list:
+    """Names bound by ``nodes`` (a node or a list), in first-binding order."""
+    visitor = _Assigned()
+    for node in nodes if isinstance(nodes, list) else [nodes]:
+        visitor.visit(node)
+    return list(visitor.names)
+
+
+def read_names(nodes) -> set:
+    """Names loaded anywhere inside ``nodes`` (nested scopes included)."""
+    names = set()
+    for node in nodes if isinstance(nodes, list) else [nodes]:
+        for sub in gast.walk(node):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+                names.add(sub.id)
+    return names
+
+
+def declared_nonlocal(nodes) -> set:
+    """Names declared ``global`` or ``nonlocal`` in this scope."""
+    names = set()
+    for node in nodes if isinstance(nodes, list) else [nodes]:
+        for sub in gast.walk(node):
+            if isinstance(sub, (gast.Global, gast.Nonlocal)):
+                names.update(sub.names)
+    return names
+
+
+def _params(args: gast.arguments) -> set:
+    names = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    for extra in (args.vararg, args.kwarg):
+        if extra is not None:
+            names.add(extra.id)
+    return names
+
+
+def _flow(stmts, bound: frozenset, target, found: list) -> frozenset:
+    """Walk ``stmts`` with ``bound`` names bound on entry; record in ``found`` the set bound
+    before ``target``; return the names bound after the statements."""
+    for stmt in stmts:
+        if stmt is target:
+            found.append(bound)
+        if isinstance(stmt, gast.If):
+            after_body = _flow(stmt.body, bound, target, found)
+            after_else = _flow(stmt.orelse, bound, target, found)
+            bound = after_body & after_else
+        elif isinstance(stmt, (gast.For, gast.AsyncFor, gast.While)):
+            inner = bound | frozenset(assigned_names(stmt.target)) \
+                if isinstance(stmt, (gast.For, gast.AsyncFor)) else bound
+            _flow(stmt.body, inner, target, found)
+            _flow(stmt.orelse, bound, target, found)
+        elif isinstance(stmt, gast.Try):
+            _flow(stmt.body, bound, target, found)
+            for handler in stmt.handlers:
+                _flow(handler.body, bound, target, found)
+            _flow(stmt.orelse, bound, target, found)
+            _flow(stmt.finalbody, bound, target, found)
+        elif isinstance(stmt, (gast.With, gast.AsyncWith)):
+            inner = bound | frozenset(assigned_names([i.optional_vars for i in stmt.items
+                                                      if i.optional_vars is not None]))
+            bound = _flow(stmt.body, inner, target, found)
+            continue
+        else:
+            bound = bound | frozenset(assigned_names(stmt))
+            continue
+        bound = bound | _always_bound(stmt)
+    return bound
+
+
+def _always_bound(stmt) -> frozenset:
+    """Names a compound statement binds on every path (its test's walrus targets)."""
+    test = getattr(stmt, "test", None) if isinstance(stmt, gast.If) else None
+    return frozenset(assigned_names(test)) if test is not None else frozenset()
+
+
+def definitely_bound(function: gast.FunctionDef, target, outer: frozenset = frozenset()) -> set:
+    """Names certainly bound when ``target`` (a statement somewhere in ``function``'s body,
+    at any nesting depth but not inside a nested function) starts."""
+    found: list = []
+    _flow(function.body, frozenset(_params(function.args)) | outer, target, found)
+    return set(found[0]) if found else set()

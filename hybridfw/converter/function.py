@@ -1,0 +1,149 @@
+"""Converting one Python function: source -> gast -> transformers -> source -> code.
+
+:func:`convert_function` parses the function's source (``inspect.getsource``), runs the
+transformers of :data:`~.transformers.PIPELINE` in order, emits the result with astunparse and
+compiles that text -- with every line mapped back to the user's original file and line, so
+tracebacks, ``linecache`` and our own errors show the user's code, not the generated code.
+The new function gets the original's globals, defaults and closure cells (and one more cell,
+``_jst``, for the runtime helpers). Results are cached per code object.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+
+import astunparse
+import gast
+
+from .errors import ConversionError, register_code
+from .templates import replace
+from .transformers import PIPELINE
+from .transformers.base import JST, Context
+
+__all__ = ["convert_function", "ConvertedFunction", "converted_source"]
+
+_cache: dict = {}
+
+
+class ConvertedFunction:
+    """What converting a function produced: ``source`` (the converted code, readable) and
+    ``code`` (the compiled code object of the new function)."""
+
+    __slots__ = ("source", "code", "filename", "firstlineno")
+
+    def __init__(self, source, code, filename, firstlineno):
+        self.source, self.code = source, code
+        self.filename, self.firstlineno = filename, firstlineno
+
+
+def _function_node(tree, fn):
+    for node in tree.body:
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and \
+                node.name == fn.__name__:
+            return node
+    for node in tree.body:
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
+            return node
+    raise ConversionError(f"to_static: could not find the definition of {fn.__qualname__} in "
+                          f"its source", fn.__code__.co_filename, fn.__code__.co_firstlineno)
+
+
+def _parse(fn):
+    code = fn.__code__
+    if fn.__name__ == "<lambda>":
+        raise ConversionError("to_static: lambdas are called as they are, not converted",
+                              code.co_filename, code.co_firstlineno)
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise ConversionError(f"to_static: the source of {fn.__qualname__} is not available "
+                              f"({exc})", code.co_filename, code.co_firstlineno) from None
+    source = textwrap.dedent("".join(lines))
+    tree = gast.parse(source)
+    node = _function_node(tree, fn)
+    for sub in gast.walk(node):
+        if getattr(sub, "lineno", None) is not None:
+            sub.lineno += first - 1
+            if getattr(sub, "end_lineno", None) is not None:
+                sub.end_lineno += first - 1
+    node.decorator_list = []  # to_static and friends would convert again
+    return node, first
+
+
+def _copy_locations(source_tree, target_tree) -> bool:
+    """Give ``target_tree`` (parsed from the emitted text) the user locations of
+    ``source_tree`` (the tree that text was emitted from); False if they do not match."""
+    pairs = list(zip(ast.walk(source_tree), ast.walk(target_tree)))
+    if any(type(a) is not type(b) for a, b in pairs):
+        return False
+    for a, b in pairs:
+        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            if hasattr(b, attr) and getattr(a, attr, None) is not None:
+                setattr(b, attr, getattr(a, attr))
+    return True
+
+
+def convert_function(fn) -> ConvertedFunction:
+    """Convert ``fn`` (cached per code object)."""
+    code = fn.__code__
+    hit = _cache.get(code)
+    if hit is not None:
+        return hit
+    node, first = _parse(fn)
+    ctx = Context(code.co_filename, fn.__qualname__)
+    for _, transform, _ in PIPELINE:
+        node = transform(node, ctx)
+    converted_source = astunparse.unparse(gast.gast_to_ast(node)).strip() + "\n"
+    # a factory binds the free variables (the original's and ``_jst``) as cells
+    factory = replace("def factory(params):\n    fn_def\n    return fn_name",
+                      factory="_hf_factory", params=[JST, *code.co_freevars], fn_def=[node],
+                      fn_name=node.name)
+    module = gast.Module(body=factory, type_ignores=[])
+    for sub in gast.walk(module):
+        if hasattr(sub, "_attributes") and "lineno" in sub._attributes and \
+                getattr(sub, "lineno", None) is None:
+            sub.lineno, sub.col_offset = first, 0
+            sub.end_lineno, sub.end_col_offset = first, 0
+    source_tree = gast.gast_to_ast(module)
+    ast.fix_missing_locations(source_tree)
+    text = astunparse.unparse(source_tree)
+    emitted = ast.parse(text)
+    if not _copy_locations(source_tree, emitted):
+        emitted = source_tree
+    module_code = compile(emitted, code.co_filename, "exec", dont_inherit=True)
+    factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+    fn_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
+                   and c.co_name == node.name)
+    register_code(fn_code)
+    result = ConvertedFunction(converted_source, fn_code, code.co_filename, first)
+    _cache[code] = result
+    return result
+
+
+def converted_source(fn) -> str:
+    return convert_function(fn).source
+
+
+def instantiate(fn, converted: ConvertedFunction, jst_module):
+    """A function running ``converted``'s code with ``fn``'s globals, defaults and cells."""
+    code = converted.code
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    cells[JST] = types.CellType(jst_module)
+    closure = []
+    for name in code.co_freevars:
+        if name not in cells:
+            raise ConversionError(f"to_static: converted code of {fn.__qualname__} reads a free "
+                                  f"variable {name!r} the original does not have",
+                                  converted.filename, converted.firstlineno)
+        closure.append(cells[name])
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                             tuple(closure) or None)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__doc__ = fn.__doc__
+    new.__module__ = fn.__module__
+    new.__dict__.update(getattr(fn, "__dict__", {}))
+    new.__hf_converted__ = True
+    return new

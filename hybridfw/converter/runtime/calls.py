@@ -1,0 +1,335 @@
+"""Calls in converted code: ``convert_call(f)`` returns what to call instead of ``f``.
+
+- user functions, methods and ``hf.nn.Module`` subclasses defined outside hybridfw are
+  converted (recursively, cached per code object), unless marked ``hf.jit.not_to_static``;
+- builtins with tensor-aware forms: ``print``, ``len``, ``range``, ``enumerate``, ``zip``,
+  ``int``, ``float``, ``bool``;
+- numpy functions applied to static values become Python-callback operators of the program
+  (run on the real arrays each time it runs); ``x.numpy()``/``x.item()`` of a static value is
+  that value itself (a tensor of the program);
+- everything else (framework, library and builtin functions, classes) is called as it is.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import types
+
+import numpy as np
+
+from ...dtypes import bool_, float64, int64
+from ...static.ir import Variable
+from ..errors import UnsupportedConstructError, located, user_frame
+from .control_flow import convert_enumerate, convert_range, convert_zip, is_static
+from .tensor_array import TensorArray, is_tensor_array
+
+__all__ = ["convert_call", "convert_print", "convert_assert", "convert_len", "convert_with",
+           "convert_append", "convert_pop", "not_to_static", "MAX_RECURSION"]
+
+MAX_RECURSION = 64
+_NOT_TO_STATIC = "__hf_not_to_static__"
+
+
+def not_to_static(fn):
+    """Leave ``fn`` as plain Python when converted code calls it."""
+    setattr(fn, _NOT_TO_STATIC, True)
+    return fn
+
+
+def _library_module(module_name: str) -> bool:
+    root = (module_name or "").split(".")[0]
+    if root in ("hybridfw", "numpy", "builtins", "gast", "astunparse", "typing", "abc",
+                "functools", "collections", "itertools", "math", "operator", "copy", "re",
+                "os", "sys", "logging", "warnings", "inspect", "random", "time", "contextlib",
+                "dataclasses", "enum", "json", "pathlib"):
+        return True
+    spec_path = getattr(__import__("sys").modules.get(root), "__file__", "") or ""
+    return "site-packages" in spec_path or "dist-packages" in spec_path
+
+
+def _user_function(fn) -> bool:
+    return isinstance(fn, types.FunctionType) and fn.__name__ != "<lambda>" and \
+        not getattr(fn, _NOT_TO_STATIC, False) and \
+        not getattr(fn, "__hf_converted__", False) and \
+        not _library_module(getattr(fn, "__module__", "") or "") and \
+        not inspect.isgeneratorfunction(fn)
+
+
+_depth: dict = {}
+
+
+def _converted(fn):
+    from . import jst_module
+    from ..function import convert_function, instantiate
+    from ..errors import is_converted_code
+    if is_converted_code(fn.__code__):
+        return fn
+    new = instantiate(fn, convert_function(fn), jst_module())
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        key = fn.__code__
+        depth = _depth.get(key, 0)
+        if depth >= MAX_RECURSION:
+            raise UnsupportedConstructError(
+                f"recursion deeper than {MAX_RECURSION} calls of {fn.__qualname__} while "
+                "tracing (recursion that ends on a tensor condition never ends while a "
+                "program is built)", fn.__code__.co_filename, fn.__code__.co_firstlineno,
+                hint="end the recursion on Python values, or write it as a loop")
+        _depth[key] = depth + 1
+        try:
+            return new(*args, **kwargs)
+        finally:
+            _depth[key] = depth
+    return guarded
+
+
+def convert_call(fn):
+    array_aware = _array_aware().get(id(fn))
+    if array_aware is not None and array_aware[0] is fn:
+        return array_aware[1]
+    special = _BUILTINS.get(id(fn)) if fn.__class__ is types.BuiltinFunctionType or \
+        isinstance(fn, type) else None
+    if special is not None and special[0] is fn:
+        return special[1]
+    if isinstance(fn, types.MethodType):
+        target = fn.__self__
+        if isinstance(target, Variable) and fn.__name__ in ("numpy", "item", "detach",
+                                                            "cpu", "clone"):
+            return lambda: target if fn.__name__ != "item" else target.reshape(())
+        if _user_function(fn.__func__):
+            return types.MethodType(_converted(fn.__func__), target)
+        return fn
+    if _user_function(fn):
+        return _converted(fn)
+    if _is_numpy(fn):
+        return _numpy_call(fn)
+    module_cls = _module_class()
+    if isinstance(fn, module_cls) and not _library_module(type(fn).__module__):
+        forward = type(fn).forward
+        if _user_function(forward) and not fn._forward_pre_hooks and not fn._forward_hooks:
+            return types.MethodType(_converted(forward), fn)
+    return fn
+
+
+@functools.lru_cache(maxsize=1)
+def _module_class():
+    from ...nn import Module
+    return Module
+
+
+def _is_numpy(fn) -> bool:
+    if isinstance(fn, np.ufunc):
+        return True
+    module = getattr(fn, "__module__", None) or ""
+    return module == "numpy" or module.startswith("numpy.")
+
+
+def _numpy_call(fn):
+    def call(*args, **kwargs):
+        static = [a for a in args if is_static(a)] + \
+            [v for v in kwargs.values() if is_static(v)]
+        if not static:
+            return fn(*args, **kwargs)
+        return numpy_callback(fn, args, kwargs)
+    return call
+
+
+def numpy_callback(fn, args, kwargs):
+    """``fn(*args, **kwargs)`` on the run-time values of the static arguments, as a
+    Python-callback operator; its outputs' shapes/dtypes come from calling ``fn`` on
+    stand-in arrays now."""
+    from ...static import py_func
+    slots = [i for i, a in enumerate(args) if is_static(a)]
+    keys = [k for k, v in kwargs.items() if is_static(v)]
+    inputs = [args[i] for i in slots] + [kwargs[k] for k in keys]
+
+    def run(*arrays):
+        full = list(args)
+        for i, arr in zip(slots, arrays):
+            full[i] = arr
+        kw = dict(kwargs)
+        for k, arr in zip(keys, arrays[len(slots):]):
+            kw[k] = arr
+        out = fn(*full, **kw)
+        return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else \
+            (np.asarray(out),)
+
+    def probe(fill):
+        arrays = [np.full(tuple(fill if s == -1 else s for s in v.shape), 1, v.dtype.np)
+                  for v in inputs]
+        return run(*arrays)
+    try:
+        first, second = probe(1), probe(2)
+    except Exception as exc:  # noqa: BLE001 - report where it happened
+        raise located(f"{getattr(fn, '__name__', fn)}() on the values of a static tensor: "
+                      f"calling it on stand-in arrays to learn its output failed ({exc})",
+                      type(exc) if isinstance(exc, (TypeError, ValueError)) else RuntimeError)
+    specs = [(tuple(a if a == b else -1 for a, b in zip(x.shape, y.shape))
+              if x.ndim == y.ndim else x.shape, x.dtype) for x, y in zip(first, second)]
+    run.__qualname__ = f"numpy.{getattr(fn, '__name__', 'function')}"
+    outs = py_func(run, inputs, specs)
+    return outs[0] if len(outs) == 1 and not isinstance(first, tuple) else tuple(outs)
+
+
+# ---- builtins -------------------------------------------------------------------------------
+def convert_print(*args, **kwargs):
+    """print: when an argument is a static tensor, the program prints on every run."""
+    if not any(is_static(a) for a in args):
+        return print(*args, **kwargs)
+    from ...dygraph.tensor import wrap_array
+    from ...static import py_func
+    slots = [i for i, a in enumerate(args) if is_static(a)]
+
+    def run(*arrays):
+        full = list(args)
+        for i, arr in zip(slots, arrays):
+            full[i] = wrap_array(arr)
+        print(*full, **kwargs)
+        return ()
+    run.__qualname__ = "print"
+    py_func(run, [args[i] for i in slots], [], has_side_effects=True)
+    return None
+
+
+def convert_assert(test, message=None):
+    """assert: when ``test`` is a static tensor, every run of the program checks it."""
+    if not is_static(test):
+        if not test:
+            msg = message() if message is not None else None
+            raise AssertionError(msg) if msg is not None else AssertionError()
+        return None
+    from ...static import py_func
+    frame = user_frame(1)
+    where = f" ({frame.f_code.co_filename}, line {frame.f_lineno})" if frame else ""
+
+    def run(value):
+        if not bool(np.all(np.asarray(value))):
+            msg = message() if message is not None else None
+            raise AssertionError((str(msg) if msg is not None else "assertion failed") + where)
+        return ()
+    run.__qualname__ = "assert"
+    py_func(run, [test], [], has_side_effects=True)
+    return None
+
+
+def convert_len(value):
+    if is_tensor_array(value):
+        return value.length()
+    if is_static(value):
+        if not value.shape:
+            raise located("len() of a 0-d tensor", TypeError)
+        if value.shape[0] == -1:
+            from ...ops import reduction as R
+            from ...ops.registry import apply
+            return apply(R.dim_numel, value, dim=(0,))
+        return value.shape[0]
+    return len(value)
+
+
+def _cast(python_type, dtype):
+    def cast(value=0, *args):
+        if is_static(value):
+            numel = 1
+            for s in value.shape:
+                numel *= max(s, 1)
+            if numel != 1:
+                raise located(f"{python_type.__name__}() of a tensor with shape "
+                              f"{tuple(value.shape)}: only one-element tensors convert",
+                              ValueError)
+            if dtype is bool_:
+                return value.reshape(()) != 0
+            return value.reshape(()).astype(dtype)  # (int() truncates, as astype does)
+        return python_type(value, *args)
+    return cast
+
+
+def convert_with(manager):
+    """Context managers that behave the same while tracing (grad modes, null contexts) pass;
+    any other one is refused, since its effect would only happen while tracing."""
+    from ...dygraph.autograd import set_grad_enabled
+    import contextlib
+    if isinstance(manager, (set_grad_enabled, contextlib.nullcontext)) or \
+            getattr(manager, "__hf_static_safe__", False):
+        return manager
+    frame = user_frame(1)
+    raise UnsupportedConstructError(
+        f"'with' on the context manager {type(manager).__qualname__}",
+        frame.f_code.co_filename if frame else None, frame.f_lineno if frame else None,
+        hint="its enter/exit would only run while tracing; move the with block out of the "
+             "converted function or mark the function with hf.jit.not_to_static")
+
+
+def convert_append(lst, item):
+    if is_tensor_array(lst):
+        return lst.append(item)
+    lst.append(item)
+    return lst
+
+
+def convert_pop(lst, index=None):
+    if is_tensor_array(lst):
+        return lst.pop(index)
+    item = lst.pop() if index is None else lst.pop(index)
+    return lst, item
+
+
+def _isinstance(value, classes):
+    if isinstance(value, Variable):
+        from ...dygraph.tensor import Tensor
+        if classes is Tensor or (isinstance(classes, tuple) and Tensor in classes):
+            return True
+    return isinstance(value, classes)
+
+
+_BUILTINS = {id(k): (k, v) for k, v in {
+    builtins.print: convert_print, builtins.len: convert_len, builtins.range: convert_range,
+    builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
+    builtins.int: _cast(int, int64), builtins.float: _cast(float, float64),
+    builtins.bool: _cast(bool, bool_), builtins.isinstance: _isinstance,
+}.items()}
+
+def _stack(tensors, dim=0, **kwargs):
+    import hybridfw as hf
+    if is_tensor_array(tensors):
+        out = tensors.stacked()
+        if dim == 0:
+            return out
+        order = list(range(1, out.ndim))
+        order.insert(dim % out.ndim, 0)
+        return out.permute(*order)
+    return hf.stack(tensors, dim, **kwargs)
+
+
+def _cat(tensors, dim=0, **kwargs):
+    import hybridfw as hf
+    if is_tensor_array(tensors):
+        if dim != 0:
+            raise located("hf.cat of a list grown inside a loop decided by a tensor: only "
+                          "dim=0 is supported", NotImplementedError)
+        out = tensors.stacked()
+        return out.reshape(-1, *out.shape[2:])
+    return hf.cat(tensors, dim, **kwargs)
+
+
+def _sum(values, start=0):
+    if is_tensor_array(values):
+        return values.stacked().sum(0) + start
+    return sum(values, start)
+
+
+def _list(values=()):
+    return values if is_tensor_array(values) else list(values)
+
+
+@functools.lru_cache(maxsize=1)
+def _array_aware():
+    import hybridfw as hf
+    table = {hf.stack: _stack, hf.cat: _cat, builtins.sum: _sum, builtins.list: _list}
+    if hasattr(hf, "concat"):
+        table[hf.concat] = _cat
+    return {id(k): (k, v) for k, v in table.items()}
+
+
+_ = TensorArray

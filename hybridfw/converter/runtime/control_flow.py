@@ -1,0 +1,472 @@
+"""Runtime helpers for converted control flow: Python values run as Python, static values
+(Variables of the program being traced) build ``cond``/``while`` operators.
+
+Branch and loop bodies arrive as functions of the variables they assign (``names``), returning
+their new values; each helper returns the values after the construct.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import bool_, int64, result_type
+from ...ops import elementwise as E
+from ...ops.registry import TensorLike, apply
+from ...static.control_flow import (_build_branch, _merge_shape, active_program, build_in,
+                                    cond, new_sub_block, outer_reads, to_variable, while_loop)
+from ...static.ir import Operator, Variable
+from ..errors import ConversionError, located
+from .tensor_array import TensorArray, is_tensor_array
+from .undefined import Undefined, is_undefined
+
+__all__ = ["convert_ifelse", "convert_while", "convert_for", "convert_range",
+           "convert_enumerate", "convert_zip", "to_predicate", "is_static", "TensorRange"]
+
+_NUMBERS = (int, float, bool, np.number, np.bool_)
+
+
+def is_static(value) -> bool:
+    return isinstance(value, Variable)
+
+
+def _tensorish(value) -> bool:
+    return isinstance(value, (Variable, TensorLike)) or isinstance(value, _NUMBERS)
+
+
+def to_predicate(value, what: str = "condition") -> Variable:
+    """A static value as a bool Variable with one element (PyTorch's truth value rules)."""
+    numel = 1
+    for s in value.shape:
+        numel *= max(s, 1)
+    if numel != 1:
+        raise located(f"the truth value of a tensor with shape {tuple(value.shape)} is "
+                      f"ambiguous (used as the {what}); reduce it with .any() or .all()",
+                      ValueError)
+    if value.dtype is not bool_:
+        value = apply(E.ne, value, 0)
+    return value
+
+
+# ---- if / else ------------------------------------------------------------------------------
+def convert_ifelse(pred, true_fn, false_fn, values, names):
+    """``if pred: <true_fn> else: <false_fn>`` over the variables ``names``."""
+    if not is_static(pred):
+        return true_fn(*values) if pred else false_fn(*values)
+    return _static_ifelse(to_predicate(pred, "if condition"), true_fn, false_fn, values, names)
+
+
+def _static_ifelse(pred, true_fn, false_fn, values, names):
+    program = pred.block.program
+    outer = program.current_block()
+    first_block = len(program.blocks)
+    try:
+        # each branch appends to its own copy of a list; a list the branches change
+        # becomes a tensor array
+        true_block, true_out = _build_branch(program, outer,
+                                             lambda: true_fn(*_copy_lists(values)), "if")
+        false_block, false_out = _build_branch(program, outer,
+                                               lambda: false_fn(*_copy_lists(values)), "else")
+        merged = _Merge(program, true_block, false_block)
+        result = tuple(merged.value(_same_list(v, t), _same_list(v, f), n, v)
+                       for v, t, f, n in zip(values, true_out, false_out, names))
+    except BaseException:
+        del program.blocks[first_block:]
+        raise
+    captured = outer_reads([(true_block, merged.true_names),
+                            (false_block, merged.false_names)])
+    outer.append_op(Operator("cond", [pred.name, *captured], [o.name for o in merged.outs],
+                             {"true_outputs": tuple(merged.true_names),
+                              "false_outputs": tuple(merged.false_names)},
+                             blocks=(true_block, false_block)))
+    return result
+
+
+def _copy_lists(values):
+    return [list(v) if v.__class__ is list else v for v in values]
+
+
+def _same_list(before, after):
+    """``before`` itself when ``after`` is an unchanged copy of that list."""
+    if before.__class__ is list and after.__class__ is list and len(before) == len(after) \
+            and all(a is b for a, b in zip(before, after)):
+        return before
+    return after
+
+
+def _describe(value) -> str:
+    if isinstance(value, (Variable, TensorLike)):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    if is_undefined(value):
+        return "not assigned"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _zeros_for(program, like):
+    """A stand-in value for a branch that does not assign a variable the other one does (its
+    value is never read on that path, e.g. the return value of a branch that did not return)."""
+    var = to_variable(program, like)
+    shape = tuple(1 if s == -1 else s for s in var.shape)
+    return program.constant(np.zeros(shape, dtype=var.dtype.np))
+
+
+class _Merge:
+    """Pairs the values the two branches give each variable into ``cond`` outputs."""
+
+    def __init__(self, program, true_block, false_block):
+        self.program = program
+        self.blocks = (true_block, false_block)
+        self.true_names, self.false_names, self.outs = [], [], []
+
+    def value(self, a, b, name, before=None):
+        if a is b:
+            return a  # unchanged by both branches (or the same object)
+        if before.__class__ is list and (a.__class__ is list or is_tensor_array(a)) and \
+                (b.__class__ is list or is_tensor_array(b)):
+            a, b = self._arrays(a, b, name)
+        if is_undefined(a) and is_undefined(b):
+            return a
+        if is_undefined(a) and _tensorish(b):
+            a = _zeros_for(self.program, b)
+        elif is_undefined(b) and _tensorish(a):
+            b = _zeros_for(self.program, a)
+        if _tensorish(a) and _tensorish(b) and not (isinstance(a, _NUMBERS) and
+                                                    isinstance(b, _NUMBERS) and a == b
+                                                    and type(a) is type(b)):
+            return self._leaf(a, b, name)
+        if is_tensor_array(a) and is_tensor_array(b) and a.structure == b.structure:
+            return TensorArray([self._leaf(x, y, name) for x, y in zip(a.buffers, b.buffers)],
+                               a.structure)
+        if isinstance(a, (tuple, list)) and type(a) is type(b) and len(a) == len(b):
+            items = [self.value(x, y, f"{name}[{i}]") for i, (x, y) in enumerate(zip(a, b))]
+            return type(a)(*items) if hasattr(a, "_fields") else type(a)(items)
+        if isinstance(a, dict) and isinstance(b, dict) and list(a) == list(b):
+            return {k: self.value(a[k], b[k], f"{name}[{k!r}]") for k in a}
+        try:
+            if type(a) is type(b) and a == b:
+                return a
+        except Exception:  # noqa: BLE001 - objects without a usable ==
+            pass
+        raise located(f"if on a tensor condition: variable {name!r} is {_describe(a)} in the "
+                      f"if branch but {_describe(b)} in the else branch; a static cond needs "
+                      f"tensors (or numbers) of the same dtype in both", ConversionError)
+
+    def _arrays(self, a, b, name):
+        """Two versions of a list the branches changed, as tensor arrays (built in their
+        branches)."""
+        def example_of(x):
+            if is_tensor_array(x):
+                return x[-1] if x.buffers[0].shape[0] != 0 else None
+            return x[-1] if x else None
+        example = example_of(a) if example_of(a) is not None else example_of(b)
+        if example is None:
+            return a, b
+        arrays = []
+        for value, block in zip((a, b), self.blocks):
+            if is_tensor_array(value):
+                arrays.append(value)
+                continue
+            with build_in(self.program, block):
+                arrays.append(TensorArray.from_items(value, example))
+        return arrays[0], arrays[1]
+
+    def _leaf(self, a, b, name):
+        program = self.program
+        a_dtype = b.dtype if isinstance(a, _NUMBERS) and not isinstance(b, _NUMBERS) else None
+        b_dtype = a.dtype if isinstance(b, _NUMBERS) and not isinstance(a, _NUMBERS) else None
+        with build_in(program, self.blocks[0]):
+            a = to_variable(program, a, a_dtype)
+        with build_in(program, self.blocks[1]):
+            b = to_variable(program, b, b_dtype)
+        if a.dtype is not b.dtype:
+            dtype = result_type(a, b)
+            with build_in(program, self.blocks[0]):
+                a = a.astype(dtype) if a.dtype is not dtype else a
+            with build_in(program, self.blocks[1]):
+                b = b.astype(dtype) if b.dtype is not dtype else b
+        shape = _merge_shape("if", f"variable {name!r}", a.shape, b.shape, "the if branch",
+                             "the else branch")
+        out = program.current_block().create_var(shape, a.dtype)
+        self.true_names.append(a.name)
+        self.false_names.append(b.name)
+        self.outs.append(out)
+        return out
+
+
+# ---- while ------------------------------------------------------------------------------------
+def convert_while(cond_fn, body_fn, values, names):
+    """``while cond_fn(*values): values = body_fn(*values)``: a Python loop until the condition
+    is a static value, then one static ``while`` for the rest."""
+    values = tuple(values)
+    while True:
+        flag = cond_fn(*values)
+        if is_static(flag):
+            return _static_loop(cond_fn, body_fn, values, names)
+        if not flag:
+            return values
+        values = tuple(body_fn(*values))
+
+
+class _Carry:
+    """How one variable crosses a static loop: as tensors (``count`` leaves), or unchanged."""
+
+    __slots__ = ("kind", "count", "structure", "value")
+
+    def __init__(self, kind, count=0, structure=None, value=None):
+        self.kind, self.count, self.structure, self.value = kind, count, structure, value
+
+
+def _probe(program, body_fn, values):
+    """Build ``body_fn`` once into a scratch block and return what it gives each variable, so
+    that variables first assigned in the loop, Python numbers and lists learn their types."""
+    first_block = len(program.blocks)
+    scratch = new_sub_block(program, program.current_block())
+    try:
+        with build_in(program, scratch):
+            stand_ins = []
+            for v in values:
+                if isinstance(v, (Variable, TensorLike)) or isinstance(v, _NUMBERS):
+                    var = to_variable(program, v)
+                    stand_ins.append(scratch.create_var(var.shape, var.dtype))
+                elif isinstance(v, list):
+                    stand_ins.append(list(v))  # appends go to a copy
+                else:
+                    stand_ins.append(v)
+            return tuple(body_fn(*stand_ins))
+    finally:
+        del program.blocks[first_block:]
+
+
+def _static_loop(cond_fn, body_fn, values, names):
+    program = active_program()
+    probed = _probe(program, body_fn, values)
+    carries, init = [], []
+    for value, after, name in zip(values, probed, names):
+        carry, leaves = _plan_carry(program, value, after, name)
+        carries.append(carry)
+        init.extend(leaves)
+
+    def unpack(leaves):
+        it = iter(leaves)
+        out = []
+        for carry in carries:
+            if carry.kind == "tensor":
+                out.append(next(it))
+            elif carry.kind == "array":
+                out.append(TensorArray([next(it) for _ in range(carry.count)],
+                                       carry.structure))
+            else:
+                out.append(carry.value)
+        return out
+
+    def pack(new_values):
+        leaves = []
+        for carry, value, name in zip(carries, new_values, names):
+            if carry.kind == "tensor":
+                leaves.append(value)
+            elif carry.kind == "array":
+                if not is_tensor_array(value):
+                    raise located(f"loop on a tensor condition: list {name!r} is replaced by "
+                                  f"{_describe(value)} inside the loop", ConversionError)
+                leaves.extend(value.buffers)
+            elif value is not carry.value and not is_undefined(carry.value):
+                raise located(f"loop on a tensor condition: variable {name!r} "
+                              f"({_describe(carry.value)}) is changed inside the loop to "
+                              f"{_describe(value)}; a static loop carries only tensors, "
+                              f"numbers and lists of tensors", ConversionError)
+        return leaves
+
+    def loop_cond(*leaves):
+        flag = cond_fn(*unpack(leaves))
+        return to_predicate(flag, "loop condition") if is_static(flag) else bool(flag)
+
+    def loop_body(*leaves):
+        return pack(body_fn(*unpack(leaves)))
+
+    if not init:
+        raise located("loop on a tensor condition carries no tensor: its condition can never "
+                      "change", ConversionError)
+    finals = while_loop(loop_cond, loop_body, init)
+    return tuple(unpack(finals))
+
+
+def _plan_carry(program, value, after, name):
+    """The carry of one variable and its initial leaves, from its value before the loop and
+    the value the probe body gave it."""
+    if is_undefined(value):
+        if is_undefined(after) or not _tensorish(after):
+            return _Carry("same", value=value), []
+        var = to_variable(program, after)
+        zeros = program.constant(np.zeros(tuple(1 if s == -1 else s for s in var.shape),
+                                          dtype=var.dtype.np))
+        return _Carry("tensor"), [zeros]
+    if _tensorish(value):
+        var = to_variable(program, value)
+        if _tensorish(after) and not is_undefined(after):
+            after_dtype = to_variable(program, after).dtype
+            if after_dtype is not var.dtype:
+                if isinstance(value, _NUMBERS):
+                    var = to_variable(program, value, after_dtype)
+                else:
+                    var = var.astype(result_type(var, to_variable(program, after)))
+        return _Carry("tensor"), [var]
+    if isinstance(value, list) and (is_tensor_array(after) or (
+            isinstance(after, list) and after is not value and len(after) != len(value))):
+        example = None
+        if not value:
+            grown = after.buffers if is_tensor_array(after) else None
+            example = after[-1] if isinstance(after, list) and after else None
+            if grown is not None:
+                raise located(f"loop on a tensor condition: list {name!r} is empty before the "
+                              "loop and only popped inside it", ConversionError)
+        array = TensorArray.from_items(value, example)
+        return _Carry("array", len(array.buffers), array.structure), array.buffers
+    if is_tensor_array(value):
+        return _Carry("array", len(value.buffers), value.structure), list(value.buffers)
+    return _Carry("same", value=value), []
+
+
+# ---- for ---------------------------------------------------------------------------------------
+class TensorRange:
+    """``range(start, stop, step)`` with bounds only known when the program runs."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+    def trip_count(self):
+        import hybridfw as hf
+        start, stop, step = self.start, self.stop, self.step
+        if isinstance(step, int):
+            if step == 0:
+                raise located("range() arg 3 must not be zero", ValueError)
+            n = (stop - start + (step - 1 if step > 0 else step + 1)) // step
+        else:
+            n = (stop - start + step - hf.sign(step)) // step
+        return hf.maximum(n, 0) if is_static(n) else max(n, 0)
+
+    def item_at(self, i):
+        return self.start + i * self.step
+
+
+def convert_range(*args):
+    if any(is_static(a) for a in args):
+        if len(args) == 1:
+            return TensorRange(0, _as_int(args[0]), 1)
+        start, stop, *step = args
+        return TensorRange(_as_int(start), _as_int(stop), _as_int(step[0]) if step else 1)
+    return range(*args)
+
+
+def _as_int(value):
+    if is_static(value) and not value.dtype.is_floating_point and value.dtype is not bool_:
+        return value.astype(int64) if value.dtype is not int64 else value
+    if is_static(value):
+        raise located(f"range(): expected integer bounds, got a tensor of dtype {value.dtype}",
+                      TypeError)
+    return value
+
+
+class _StaticEnumerate:
+    def __init__(self, iterable, start):
+        self.iterable, self.start = iterable, start
+
+    def trip_count(self):
+        return _trip_count(self.iterable)
+
+    def item_at(self, i):
+        return (i + self.start, _item_at(self.iterable, i))
+
+
+class _StaticZip:
+    def __init__(self, iterables):
+        self.iterables = iterables
+
+    def trip_count(self):
+        import hybridfw as hf
+        counts = [_trip_count(it) for it in self.iterables]
+        n = counts[0]
+        for c in counts[1:]:
+            n = hf.minimum(n, c) if is_static(n) or is_static(c) else min(n, c)
+        return n
+
+    def item_at(self, i):
+        return tuple(_item_at(it, i) for it in self.iterables)
+
+
+_STATIC_ITERABLES = (TensorRange, _StaticEnumerate, _StaticZip, TensorArray)
+
+
+def _static_iterable(value) -> bool:
+    return is_static(value) or isinstance(value, _STATIC_ITERABLES)
+
+
+def _trip_count(iterable):
+    if isinstance(iterable, TensorArray):
+        return iterable.length()
+    if is_static(iterable):
+        if not iterable.shape:
+            raise located("iteration over a 0-d tensor", TypeError)
+        n = iterable.shape[0]
+        if n == -1:
+            from ...ops import reduction as R
+            return apply(R.dim_numel, iterable, dim=(0,))
+        return n
+    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip)):
+        return iterable.trip_count()
+    return len(iterable)
+
+
+def _item_at(iterable, i):
+    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip)):
+        return iterable.item_at(i)
+    return iterable[i]
+
+
+def convert_enumerate(iterable, start=0):
+    if _static_iterable(iterable):
+        return _StaticEnumerate(iterable, start)
+    return enumerate(iterable, start)
+
+
+def convert_zip(*iterables):
+    if any(_static_iterable(it) for it in iterables):
+        return _StaticZip(iterables)
+    return zip(*iterables)
+
+
+def convert_for(iterable, body_fn, values, names, extra_test=None):
+    """``for item in iterable: values = body_fn(item, *values)`` (stopping early when
+    ``extra_test(*values)`` is false: the loop's break flag)."""
+    values = tuple(values)
+    if _static_iterable(iterable):
+        return _static_for(iterable, body_fn, values, names, extra_test)
+    for item in iterable:
+        if extra_test is not None:
+            go_on = extra_test(*values)
+            if is_static(go_on):
+                # a tensor decided to break: the remaining iterations run under that flag
+                values = tuple(convert_ifelse(go_on, lambda *v, item=item: body_fn(item, *v),
+                                              lambda *v: v, values, names))
+                continue
+            if not go_on:
+                break
+        values = tuple(body_fn(item, *values))
+    return values
+
+
+def _static_for(iterable, body_fn, values, names, extra_test):
+    import hybridfw as hf
+    count = _trip_count(iterable)
+    index = hf.zeros((), dtype=int64)
+
+    def loop_cond(i, *vs):
+        in_range = i < count
+        if extra_test is None:
+            return in_range
+        from .logical import convert_logical_and
+        return convert_logical_and(lambda: in_range, lambda: extra_test(*vs))
+
+    def loop_body(i, *vs):
+        return (i + 1, *body_fn(_item_at(iterable, i), *vs))
+
+    _, *finals = convert_while(loop_cond, loop_body, (index, *values),
+                               ("<loop index>", *names))
+    return tuple(finals)

@@ -1,0 +1,70 @@
+"""``and``/``or``/``not``, comparison chains and conditional expressions, with Python's
+short-circuit semantics also when a tensor decides: the right side is then built into one
+branch of a ``cond``, so it only runs when the program takes that branch."""
+from __future__ import annotations
+
+import operator
+
+from ...ops import elementwise as E
+from ...ops.registry import apply
+from ...static.control_flow import cond
+from .control_flow import is_static, to_predicate
+
+__all__ = ["convert_logical_and", "convert_logical_or", "convert_logical_not",
+           "convert_compare", "convert_ifexp"]
+
+
+def _predicate_of(thunk):
+    def build():
+        value = thunk()
+        return to_predicate(value) if is_static(value) else bool(value)
+    return build
+
+
+def convert_logical_and(lhs, rhs):
+    left = lhs()
+    if not is_static(left):
+        return rhs() if left else left
+    left = to_predicate(left, "left side of 'and'")
+    return cond(left, _predicate_of(rhs), lambda: left)
+
+
+def convert_logical_or(lhs, rhs):
+    left = lhs()
+    if not is_static(left):
+        return left if left else rhs()
+    left = to_predicate(left, "left side of 'or'")
+    return cond(left, lambda: left, _predicate_of(rhs))
+
+
+def convert_logical_not(value):
+    if is_static(value):
+        return apply(E.eq, to_predicate(value, "operand of 'not'"), False)
+    return not value
+
+
+_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge, "is": operator.is_, "is not": operator.is_not,
+            "in": lambda a, b: a in b, "not in": lambda a, b: a not in b}
+
+
+def convert_compare(first, *rest):
+    """``first() op1 second() op2 third() ...``: each operand evaluated once, in order, and
+    only while the chain is still true."""
+    pairs = list(zip(rest[0::2], rest[1::2]))
+
+    def chain(left, pairs):
+        op, thunk = pairs[0]
+        right = thunk()
+        result = _COMPARE[op](left, right)
+        if len(pairs) == 1:
+            return result
+        return convert_logical_and(lambda: result, lambda: chain(right, pairs[1:]))
+    return chain(first(), pairs)
+
+
+def convert_ifexp(test, body, orelse):
+    if is_static(test):
+        return cond(to_predicate(test, "condition of the conditional expression"), body,
+                    orelse)
+    return body() if test else orelse()

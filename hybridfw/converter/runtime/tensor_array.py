@@ -1,0 +1,123 @@
+"""Tensor arrays: Python lists that grow or shrink inside loops a tensor decides.
+
+A static loop carries fixed sets of tensors, so a list appended to inside one becomes a
+:class:`TensorArray`: its items stacked along a new first dim (one buffer per leaf of the item
+structure, so lists of tuples of tensors work), of a length only known when the program runs.
+Stacking it afterwards (``hf.stack(lst)``) is just the buffer; indexing, ``len`` and iteration
+read the buffer; returning it from a converted function gives a Python list again.
+"""
+from __future__ import annotations
+
+from ...ops import reduction as R
+from ...ops.registry import apply
+from ...static.ir import Variable
+
+__all__ = ["TensorArray", "is_tensor_array"]
+
+
+def _leaves(item, out: list):
+    if isinstance(item, (tuple, list)):
+        return (type(item), tuple(_leaves(v, out) for v in item))
+    out.append(item)
+    return None
+
+
+def _build(structure, leaves):
+    it = iter(leaves)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        return s[0](build(c) for c in s[1])
+    return build(structure)
+
+
+class TensorArray:
+    """``buffers[k]`` holds leaf k of every item, stacked on dim 0; ``structure`` the shape of
+    one item (None for a plain tensor)."""
+
+    __slots__ = ("buffers", "structure")
+
+    def __init__(self, buffers, structure=None):
+        self.buffers = list(buffers)
+        self.structure = structure
+
+    @classmethod
+    def from_items(cls, items, example=None):
+        """Stack ``items`` (Variables or eager tensors, or tuples of them); an empty list takes
+        its item structure, shapes and dtypes from ``example`` (one item)."""
+        import hybridfw as hf
+        if items:
+            leaves_per_item = []
+            structure = None
+            for item in items:
+                leaves: list = []
+                structure = _leaves(item, leaves)
+                leaves_per_item.append(leaves)
+            buffers = [hf.stack([_tensor(v) for v in column])
+                       for column in zip(*leaves_per_item)]
+            return cls(buffers, structure)
+        leaves = []
+        structure = _leaves(example, leaves)
+        buffers = []
+        for leaf in leaves:
+            leaf = _tensor(leaf)
+            shape = tuple(1 if s == -1 else s for s in leaf.shape)
+            buffers.append(hf.zeros((0, *shape), dtype=leaf.dtype))
+        return cls(buffers, structure)
+
+    def append(self, item) -> "TensorArray":
+        import hybridfw as hf
+        leaves: list = []
+        structure = _leaves(item, leaves)
+        if structure != self.structure or len(leaves) != len(self.buffers):
+            raise TypeError("list.append inside a loop decided by a tensor: every item must "
+                            "have the structure of the first one (a tensor, or a tuple of "
+                            "tensors)")
+        return TensorArray([hf.cat([b, _tensor(v).astype(b.dtype).unsqueeze(0)])
+                            for b, v in zip(self.buffers, leaves)], self.structure)
+
+    def pop(self, index=None):
+        if index not in (None, -1):
+            raise NotImplementedError("list.pop(i) inside a loop decided by a tensor: only "
+                                      "pop() of the last item is supported")
+        last = _build(self.structure, [b[-1] for b in self.buffers])
+        return TensorArray([b[:-1] for b in self.buffers], self.structure), last
+
+    def stacked(self):
+        if self.structure is not None:
+            raise TypeError("stacking a list of tuples: stack each field instead")
+        return self.buffers[0]
+
+    def length(self):
+        return apply(R.dim_numel, self.buffers[0], dim=(0,))
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return TensorArray([b[index] for b in self.buffers], self.structure)
+        return _build(self.structure, [b[index] for b in self.buffers])
+
+    def __len__(self):
+        n = self.buffers[0].shape[0]
+        if n == -1:
+            raise TypeError("len() of a list grown inside a loop decided by a tensor is only "
+                            "known when the program runs; use it as a tensor (hf.jit converts "
+                            "len(lst) in converted code)")
+        return n
+
+    def to_list(self, materialize):
+        """Items as a Python list, given ``materialize(buffer) -> eager tensor``."""
+        values = [materialize(b) for b in self.buffers]
+        n = values[0].shape[0]
+        return [_build(self.structure, [v[i] for v in values]) for i in range(n)]
+
+
+def _tensor(value):
+    import hybridfw as hf
+    if isinstance(value, Variable) or hf.is_tensor(value):
+        return value
+    return hf.tensor(value)
+
+
+def is_tensor_array(value) -> bool:
+    return value.__class__ is TensorArray

@@ -1,0 +1,63 @@
+"""What the transformers share: the conversion context and small AST helpers."""
+from __future__ import annotations
+
+import itertools
+
+import gast
+
+__all__ = ["Context", "JST", "is_generated", "runtime_call", "copy_location", "set_location",
+           "FUNCTIONS", "LOOPS"]
+
+JST = "_jst"  # the name the converted code reaches the runtime helpers by
+_PREFIX = "_hf_"
+
+FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)
+LOOPS = (gast.For, gast.While, gast.AsyncFor)
+
+
+class Context:
+    """Per-conversion state: the source file (for errors) and a name generator."""
+
+    def __init__(self, filename: str = "<unknown>", function_name: str = "<fn>"):
+        self.filename = filename
+        self.function_name = function_name
+        self._counter = itertools.count()
+
+    def new_name(self, stem: str) -> str:
+        return f"{_PREFIX}{stem}_{next(self._counter)}"
+
+
+def is_generated(name: str) -> bool:
+    return name.startswith(_PREFIX) or name == JST
+
+
+def runtime_call(node) -> bool:
+    """Whether ``node`` is a call of a runtime helper (``_jst.something(...)``)."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
+        isinstance(node.func.value, gast.Name) and node.func.value.id == JST
+
+
+_LOC = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def copy_location(new, old):
+    """Give ``new`` (a node or list of nodes) and every node inside it lacking a location
+    the location of ``old``."""
+    for root in new if isinstance(new, list) else [new]:
+        for node in gast.walk(root):
+            if hasattr(node, "_attributes") and "lineno" in node._attributes and \
+                    getattr(node, "lineno", None) is None:
+                for attr in _LOC:
+                    setattr(node, attr, getattr(old, attr, None))
+    return new
+
+
+def set_location(new, old):
+    """Give ``new`` (a node or list of nodes), and every node inside it, the location of
+    ``old`` -- for generated code standing for a user statement."""
+    for root in new if isinstance(new, list) else [new]:
+        for node in gast.walk(root):
+            if hasattr(node, "_attributes") and "lineno" in node._attributes:
+                for attr in _LOC:
+                    setattr(node, attr, getattr(old, attr, None))
+    return new

@@ -1,0 +1,59 @@
+"""Calls go through the runtime: ``f(a, b)`` -> ``_jst.convert_call(f)(a, b)``.
+
+``convert_call`` decides at run time: user functions, methods and Modules are converted
+(recursively), builtins with tensor-aware forms (``print``, ``len``, ``range``, ``int``, ...)
+get those, numpy functions given static values become Python-callback operators, and anything
+else (framework and library functions) is called as it is. Zero-argument ``super()`` becomes
+``super(__class__, self)``, since converted code is compiled outside its class body.
+``with`` context managers are checked by ``_jst.convert_with``.
+"""
+from __future__ import annotations
+
+import gast
+
+from ..templates import load, replace_expr
+from .base import Context, copy_location, runtime_call
+
+
+class _Calls(gast.NodeTransformer):
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.first_params: list = []
+
+    def visit_FunctionDef(self, node):
+        args = node.args.posonlyargs + node.args.args
+        self.first_params.append(args[0].id if args else None)
+        self.generic_visit(node)
+        self.first_params.pop()
+        return node
+
+    def visit_Lambda(self, node):
+        self.first_params.append(None)
+        self.generic_visit(node)
+        self.first_params.pop()
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if runtime_call(node):
+            return node
+        func = node.func
+        if isinstance(func, gast.Name) and func.id == "super" and not node.args and \
+                not node.keywords:
+            first = self.first_params[-1] if self.first_params else None
+            if first is not None:
+                node.args = [load("__class__"), load(first)]
+            return node
+        node.func = copy_location(replace_expr("_jst.convert_call(f)", f=func), func)
+        return node
+
+    def visit_withitem(self, node):
+        self.generic_visit(node)
+        node.context_expr = copy_location(
+            replace_expr("_jst.convert_with(manager)", manager=node.context_expr),
+            node.context_expr)
+        return node
+
+
+def transform(node, ctx: Context):
+    return _Calls(ctx).visit(node)

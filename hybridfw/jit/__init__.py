@@ -1,0 +1,71 @@
+"""``hf.jit``: convert eager code to static programs (``to_static``), inspect them, and export
+them (``save``/``load``).
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> @hf.jit.to_static
+    ... def f(x):
+    ...     if x.sum() > 0:
+    ...         return x * 2
+    ...     return -x
+    >>> f(hf.tensor([1.0, 2.0])).tolist(), f(hf.tensor([-1.0, -2.0])).tolist()
+    ([2.0, 4.0], [1.0, 2.0])
+    >>> f.cache_info().misses
+    1
+"""
+from __future__ import annotations
+
+from ..converter import not_to_static
+from .input_spec import InputSpec
+from .static_function import CacheInfo, ConcreteProgram, StaticFunction
+
+__all__ = ["to_static", "not_to_static", "get_code", "InputSpec", "StaticFunction",
+           "CacheInfo", "ConcreteProgram", "save", "load", "TranslatedLayer"]
+
+
+def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
+              memory_budget=None):
+    """Convert a function or an ``hf.nn.Module`` (its ``forward``) to run as static programs.
+
+    Usable as ``@to_static``, ``@to_static(input_spec=[...])`` or ``to_static(model)`` (which
+    converts ``model.forward`` in place and returns the model). See :class:`StaticFunction`.
+    """
+    if function_or_module is None:
+        return lambda f: to_static(f, input_spec, full_graph, memory_budget)
+    from ..nn import Module
+    if isinstance(function_or_module, Module):
+        module = function_or_module
+        forward = type(module).forward
+        if isinstance(forward, StaticFunction):
+            return module
+        object.__setattr__(module, "forward",
+                           StaticFunction(forward, input_spec, full_graph, module,
+                                          memory_budget))
+        return module
+    if isinstance(function_or_module, StaticFunction):
+        return function_or_module
+    if not callable(function_or_module):
+        raise TypeError(f"to_static: expected a function or an hf.nn.Module, got "
+                        f"{type(function_or_module).__name__}")
+    return StaticFunction(function_or_module, input_spec, full_graph,
+                          memory_budget=memory_budget)
+
+
+def get_code(function) -> str:
+    """The converted source of ``function`` (a function, a StaticFunction or a Module)."""
+    from ..converter import converted_source
+    from ..nn import Module
+    if isinstance(function, Module):
+        forward = function.__dict__.get("forward", type(function).forward)
+        function = forward
+    if isinstance(function, StaticFunction):
+        function = function.dygraph_function
+    return converted_source(function)
+
+
+def __getattr__(name):
+    if name in ("save", "load", "TranslatedLayer"):
+        from . import serialization
+        return getattr(serialization, name)
+    raise AttributeError(f"module 'hybridfw.jit' has no attribute {name!r}")

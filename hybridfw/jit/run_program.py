@@ -1,0 +1,76 @@
+"""Training through a static program: its forward runs now, its backward program later, as one
+node of eager autograd.
+
+The node's first input slot holds the run's state (the values the backward program needs,
+fetched from the forward run); the others are the differentiable inputs (input tensors that
+require grad, and the parameters). Its gradient rule runs the backward program once per
+backward pass, for all inputs at once. The engine releases the state after backward unless
+``retain_graph=True``, exactly as it does for the values an eager op saves.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dygraph.autograd import GradMode, Node
+from ..dygraph.tensor import wrap_array
+
+__all__ = ["RunState", "attach_node"]
+
+
+class RunState:
+    """What one forward run leaves for its backward."""
+
+    __slots__ = ("entry", "saved", "grads", "grad_key")
+
+    def __init__(self, entry, saved):
+        self.entry = entry
+        self.saved = saved   # arrays of the values the backward program reads, in feed order
+        self.grads = None
+        self.grad_key = None
+
+
+def _rule(g, out, state, *metas, input_index):
+    if GradMode.enabled:
+        raise RuntimeError("to_static: double backward (create_graph=True) through a static "
+                           "program is not supported")
+    if state.grad_key is not g:
+        entry = state.entry
+        seeds = entry.split_gradient(g._data)
+        arrays = list(state.saved) + seeds
+        state.grads = entry.run_backward(arrays)
+        state.grad_key = g
+    grad = state.grads[input_index - 1]
+    return None if grad is None else wrap_array(grad)
+
+
+class _RunProgramOp:
+    """The op a run_program node reports to the engine (it is not a registry op)."""
+
+    name = "run_program"
+    vjp = (_rule,)
+    variadic = True
+    save = (0,)          # the engine releases the node's saved state after backward
+    save_output = False
+
+
+RUN_PROGRAM = _RunProgramOp()
+
+
+def attach_node(output_array, state: RunState, inputs) -> "Tensor":  # noqa: F821
+    """A Tensor owning ``output_array`` whose gradient runs ``state``'s backward program,
+    flowing to ``inputs`` (eager tensors)."""
+    edges = [None]
+    metas = [None]
+    saved = [state]
+    for t in inputs:
+        edges.append(t._node if t._node is not None else (t if t._rg else None))
+        metas.append((t._data.shape, t.dtype))
+        saved.append(None)
+    node = Node(RUN_PROGRAM, {}, tuple(edges), tuple(metas), tuple(saved), ())
+    out = wrap_array(output_array)
+    out._node = node
+    out._rg = True
+    return out
+
+
+_ = np

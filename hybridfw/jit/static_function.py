@@ -1,0 +1,413 @@
+"""``StaticFunction``: a converted callable with one traced program per input signature.
+
+A call flattens its arguments into tensors (fed to the program) and everything else (part of
+the signature: Python values must be equal for a program to be reused). The signature also
+holds each tensor's shape (dims an :class:`InputSpec` marks ``None`` stay dynamic) and dtype,
+whether gradients are wanted, and, for a Module, the train/eval mode of every submodule.
+
+A miss traces: the converted function runs once with static Variables in place of the tensors,
+inside a new :class:`~hybridfw.static.Program`; Python side effects in it (appending to an
+outer list, printing a Python value) happen only then. When gradients are wanted, the backward
+is built with :func:`hf.static.gradients`, the whole program is optimized, and split into a
+forward program (run at call time) and a backward program (run by ``loss.backward()`` through
+one eager autograd node). Otherwise the optimized forward program is all there is.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import types
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from ..dygraph.autograd import GradMode
+from ..dygraph.tensor import Tensor, wrap_array
+from ..static import Executor, Program, data, gradients, optimize, program_guard
+from ..static.ir import Variable
+from ..converter.errors import ConversionError, UnsupportedConstructError
+from ..converter.runtime.calls import _converted
+from ..converter.runtime.tensor_array import TensorArray
+from ..converter.runtime.undefined import is_undefined
+from .errors import add_user_location, origin_provider
+from .input_spec import InputSpec
+from .run_program import RunState, attach_node
+
+__all__ = ["StaticFunction", "CacheInfo", "MAX_PROGRAMS", "ConcreteProgram"]
+
+logger = logging.getLogger("hybridfw.jit")
+MAX_PROGRAMS = 8
+
+
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    programs: int
+
+
+# ---- arguments ----------------------------------------------------------------------------------
+def _flatten(value, leaves: list):
+    """The hashable structure of ``value`` with its tensors collected into ``leaves``."""
+    if isinstance(value, Tensor):
+        leaves.append(value)
+        return "T"
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_flatten(v, leaves) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _flatten(v, leaves)) for k, v in value.items()))
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return ("py", type(value).__name__, value)
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.shape, str(value.dtype), value.tobytes())
+    try:
+        hash(value)
+        return ("obj", type(value).__qualname__, value)
+    except TypeError:
+        return ("id", type(value).__qualname__, id(value))
+
+
+def _rebuild(value, it):
+    if isinstance(value, Tensor):
+        return next(it)
+    if isinstance(value, (list, tuple)):
+        items = [_rebuild(v, it) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        return {k: _rebuild(v, it) for k, v in value.items()}
+    return value
+
+
+# ---- outputs ------------------------------------------------------------------------------------
+class _Outputs:
+    """How to rebuild the function's result from fetched arrays."""
+
+    def __init__(self, program: Program, result):
+        self.fetch: list = []   # fetched variable names
+        self.structure = self._walk(program, result)
+
+    def _walk(self, program, value):
+        if isinstance(value, Variable):
+            self.fetch.append(value.name)
+            return ("leaf", len(self.fetch) - 1)
+        if isinstance(value, Tensor):
+            self.fetch.append(program.capture(value).name)
+            return ("leaf", len(self.fetch) - 1)
+        if isinstance(value, TensorArray):
+            start = len(self.fetch)
+            self.fetch.extend(b.name for b in value.buffers)
+            return ("array", start, len(value.buffers), value.structure)
+        if isinstance(value, (list, tuple)):
+            return ("seq", type(value), tuple(self._walk(program, v) for v in value))
+        if isinstance(value, dict):
+            return ("dict", tuple((k, self._walk(program, v)) for k, v in value.items()))
+        if is_undefined(value):
+            value._fail()
+        return ("const", value)
+
+    def build(self, tensors):
+        def build(s):
+            kind = s[0]
+            if kind == "leaf":
+                return tensors[s[1]]
+            if kind == "array":
+                arrays = TensorArray(tensors[s[1]:s[1] + s[2]], s[3])
+                return arrays.to_list(lambda t: t)
+            if kind == "seq":
+                items = [build(c) for c in s[2]]
+                return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
+            if kind == "dict":
+                return {k: build(c) for k, c in s[1]}
+            return s[1]
+        return build(self.structure)
+
+
+# ---- one traced program ------------------------------------------------------------------------
+class ConcreteProgram:
+    """One traced signature: its programs and how to run them.
+
+    ``program`` is the optimized forward program (for inference: the whole program);
+    ``backward_program`` the backward (None when no gradient was wanted); ``feed_names`` the
+    inputs in argument order; ``outputs`` how results are rebuilt.
+    """
+
+    def __init__(self, program, outputs, feed_names, executor, backward=None):
+        self.program = program
+        self.outputs = outputs
+        self.feed_names = feed_names
+        self.executor = executor
+        self.backward_program = backward
+        self.saved_names: list = []
+        self.seed_names: list = []
+        self.grad_names: list = []
+        self.diff_inputs: list = []   # ("input", index) or ("param", tensor)
+        self.float_outputs: list = []  # indices into outputs.fetch that get gradients
+        self.fetch = list(outputs.fetch)
+
+    def _run(self, program, arrays, fetch):
+        compiled, arrays = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
+                                                 fetch)
+        return compiled.function(*arrays)
+
+    def split_gradient(self, packed):
+        """The seeds of the backward program from the gradient of the node's output."""
+        if len(self.float_outputs) == 1:
+            return [packed]
+        seeds, offset = [], 0
+        block = self.program.global_block()
+        for k in self.float_outputs:
+            size = int(np.prod(self._shapes[k]))
+            seeds.append(packed[offset:offset + size].reshape(self._shapes[k]))
+            offset += size
+        _ = block
+        return seeds
+
+    def run_backward(self, arrays):
+        results = self._run(self.backward_program, arrays, self.grad_names_fetch)
+        it = iter(results)
+        return [None if n is None else next(it) for n in self.grad_names]
+
+    def __call__(self, tensors):
+        arrays = [t._data for t in tensors]
+        if self.backward_program is None:
+            results = self._run(self.program, arrays, self.fetch)
+            return self.outputs.build([wrap_array(r) for r in results])
+        results = self._run(self.program, arrays, self.fetch + self.saved_names)
+        n = len(self.fetch)
+        outs, saved = results[:n], results[n:]
+        inputs = [tensors[i] if kind == "input" else i for kind, i in self.diff_inputs]
+        state = RunState(self, saved)
+        wrapped = [wrap_array(r) for r in outs]
+        self._shapes = {k: outs[k].shape for k in self.float_outputs}
+        if len(self.float_outputs) == 1:
+            k = self.float_outputs[0]
+            wrapped[k] = attach_node(outs[k], state, inputs)
+        else:
+            packed = attach_node(np.concatenate([outs[k].reshape(-1) for k in
+                                                 self.float_outputs])
+                                 if outs[0].__class__ is np.ndarray else
+                                 _concat_any([outs[k].reshape(-1)
+                                              for k in self.float_outputs]), state, inputs)
+            offset = 0
+            for k in self.float_outputs:
+                size = outs[k].size
+                wrapped[k] = packed[offset:offset + size].reshape(outs[k].shape)
+                offset += size
+        return self.outputs.build(wrapped)
+
+
+def _concat_any(arrays):
+    import cupy  # noqa: F401 - only reached with cupy arrays
+    return cupy.concatenate(arrays)
+
+
+# ---- the callable -------------------------------------------------------------------------------
+class StaticFunction:
+    """A function (or a Module's forward) converted by :func:`hf.jit.to_static`.
+
+    Call it like the original. Attributes: ``dygraph_function`` (the original),
+    ``code`` (the converted source), ``concrete_program`` (the program of the last call),
+    ``get_program(*example_inputs)``, ``cache_info()``.
+    """
+
+    def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None,
+                 memory_budget=None):
+        self.dygraph_function = function
+        self.input_spec = list(input_spec) if input_spec is not None else None
+        self.full_graph = full_graph
+        self.instance = instance
+        self.memory_budget = memory_budget
+        self._cache: dict = {}
+        self._hits = 0
+        self._misses = 0
+        self._last = None
+        self._last_key = None
+        self._fallback = None
+        self._warned_count = False
+        self._bound: dict = {}
+        functools.update_wrapper(self, function)
+
+    # -- descriptor: ``@to_static`` on a method ---------------------------------------------------
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        bound = self._bound.get(id(instance))
+        if bound is None or bound.instance is not instance:
+            bound = StaticFunction(self.dygraph_function, self.input_spec, self.full_graph,
+                                   instance, self.memory_budget)
+            self._bound[id(instance)] = bound
+        return bound
+
+    # -- introspection ----------------------------------------------------------------------------
+    @property
+    def code(self) -> str:
+        from ..converter import converted_source
+        return converted_source(self.dygraph_function)
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    @property
+    def concrete_program(self) -> ConcreteProgram | None:
+        """The program of the most recent call (None before the first call)."""
+        return self._last.program if self._last is not None else None
+
+    def get_program(self, *example_inputs, **kwargs) -> Program:
+        """The optimized program ``self(*example_inputs)`` runs (tracing it if needed)."""
+        return self.get_concrete_program(*example_inputs, **kwargs).program
+
+    def get_concrete_program(self, *example_inputs, **kwargs) -> ConcreteProgram:
+        inputs = [_example(v) for v in example_inputs]
+        key, leaves = self._signature(inputs, kwargs)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._trace(key, inputs, kwargs, leaves)
+        return entry
+
+    # -- calling ----------------------------------------------------------------------------------
+    def _signature(self, args, kwargs):
+        leaves: list = []
+        structure = _flatten((args, kwargs), leaves)
+        specs = self.input_spec
+        shapes = []
+        for i, t in enumerate(leaves):
+            shape = t.shape
+            if specs is not None and i < len(specs) and isinstance(specs[i], InputSpec):
+                spec = specs[i]
+                if not spec.matches(shape):
+                    raise ValueError(f"to_static({self.__qualname__}): input {i} has shape "
+                                     f"{tuple(shape)}, which does not match {spec}")
+                if spec.dtype is not t.dtype:
+                    raise TypeError(f"to_static({self.__qualname__}): input {i} has dtype "
+                                    f"{t.dtype}, but its InputSpec says {spec.dtype}")
+                shape = spec.shape
+            shapes.append((tuple(shape), t.dtype, t._rg))
+        grad = GradMode.enabled
+        mode = None
+        if self.instance is not None and hasattr(self.instance, "modules"):
+            mode = tuple(m.training for m in self.instance.modules())
+        return (structure, tuple(shapes), grad, mode), leaves
+
+    def __call__(self, *args, **kwargs):
+        if self._fallback is not None:
+            return self._eager(*args, **kwargs)
+        key, leaves = self._signature(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None:
+            try:
+                entry = self._trace(key, args, kwargs, leaves)
+            except UnsupportedConstructError as exc:
+                if self.full_graph:
+                    raise
+                self._fallback = exc
+                warnings.warn(f"to_static({self.__qualname__}): falling back to eager "
+                              f"execution: {exc}", UserWarning, stacklevel=2)
+                return self._eager(*args, **kwargs)
+        else:
+            self._hits += 1
+        self._last = entry
+        return entry(leaves)
+
+    def _eager(self, *args, **kwargs):
+        if self.instance is not None:
+            return self.dygraph_function(self.instance, *args, **kwargs)
+        return self.dygraph_function(*args, **kwargs)
+
+    def _log_retrace(self, key):
+        previous = self._last_key
+        self._last_key = key
+        if previous is None:
+            return
+        parts = ("argument structure or Python values", "tensor shapes/dtypes",
+                 "grad mode", "train/eval mode")
+        changed = [p for p, a, b in zip(parts, previous, key) if a != b]
+        detail = ""
+        if previous[1] != key[1] and len(previous[1]) == len(key[1]):
+            diffs = [f"tensor {i}: {a[0]} {a[1]} -> {b[0]} {b[1]}"
+                     for i, (a, b) in enumerate(zip(previous[1], key[1])) if a != b]
+            detail = " (" + "; ".join(diffs) + ")"
+        logger.info("to_static(%s): retracing because the %s changed%s", self.__qualname__,
+                    " and ".join(changed) or "signature", detail)
+        if len(self._cache) >= MAX_PROGRAMS and not self._warned_count:
+            self._warned_count = True
+            warnings.warn(
+                f"to_static({self.__qualname__}) has traced {len(self._cache) + 1} programs, one "
+                f"per input signature (last change: {' and '.join(changed)}{detail}). If a "
+                f"tensor dim varies between calls, pass input_spec=[hf.jit.InputSpec([None, "
+                f"...])] to keep that dim dynamic in one program; Python arguments that vary "
+                f"should become tensors.", UserWarning, stacklevel=4)
+
+    # -- tracing ----------------------------------------------------------------------------------
+    def _converted(self):
+        fn = _converted(self.dygraph_function)
+        if self.instance is not None:
+            return types.MethodType(fn, self.instance)
+        return fn
+
+    def _trace(self, key, args, kwargs, leaves) -> ConcreteProgram:
+        self._misses += 1
+        self._log_retrace(key)
+        program = Program()
+        (_, shapes, grad, _) = key
+        names = [self._feed_name(i) for i in range(len(leaves))]
+        try:
+            with program_guard(program), origin_provider():
+                feeds = [data(n, s, d) for n, (s, d, _) in zip(names, shapes)]
+                it = iter(feeds)
+                static_args = _rebuild(list(args), it)
+                static_kwargs = _rebuild(dict(kwargs), it)
+                result = self._converted()(*static_args, **static_kwargs)
+                outputs = _Outputs(program, result)
+                entry = self._finish(program, outputs, names, leaves, grad)
+        except Exception as exc:
+            add_user_location(exc)
+            raise
+        self._cache[key] = entry
+        return entry
+
+    def _feed_name(self, i):
+        spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
+        if isinstance(spec, InputSpec) and spec.name:
+            return spec.name
+        return f"input_{i}"
+
+    def _finish(self, program, outputs, names, leaves, grad) -> ConcreteProgram:
+        executor = Executor()
+        block = program.global_block()
+        fetch_vars = [block.var(n) for n in outputs.fetch]
+        float_outputs = [k for k, v in enumerate(fetch_vars) if v.dtype.is_floating_point]
+        diff = [("input", i) for i, t in enumerate(leaves) if t._rg] + \
+            [("param", t) for t in program.params.values() if getattr(t, "_rg", False)]
+        if not (grad and float_outputs and diff):
+            optimized = optimize(program, fetch=outputs.fetch)
+            return ConcreteProgram(optimized, outputs, names, executor)
+        seeds = [data(f"grad_{fetch_vars[k].name}", fetch_vars[k].shape, fetch_vars[k].dtype)
+                 for k in float_outputs]
+        targets = [block.var(names[i]) if kind == "input" else i for kind, i in diff]
+        grads = gradients([fetch_vars[k] for k in float_outputs], targets, seeds)
+        dtypes = {fetch_vars[k].dtype for k in float_outputs}
+        if len(dtypes) > 1:
+            raise ConversionError(f"to_static: training through outputs of several float dtypes "
+                                  f"({sorted(d.name for d in dtypes)}) is not supported; cast "
+                                  "them to one dtype")
+        grad_names = [g.name if g is not None else None for g in grads]
+        present = [g for g in grad_names if g is not None]
+        whole = optimize(program, fetch=outputs.fetch + present)
+        from ..static.partition import split_forward_backward
+        forward, backward, saved = split_forward_backward(
+            whole, outputs.fetch, present, [s.name for s in seeds])
+        entry = ConcreteProgram(forward, outputs, names, executor, backward)
+        entry.saved_names = list(saved)
+        entry.seed_names = [s.name for s in seeds]
+        entry.grad_names = grad_names
+        entry.grad_names_fetch = present
+        entry.diff_inputs = diff
+        entry.float_outputs = float_outputs
+        return entry
+
+
+def _example(value):
+    if isinstance(value, InputSpec):
+        import hybridfw as hf
+        return hf.zeros(tuple(1 if s == -1 else s for s in value.shape), dtype=value.dtype)
+    return value
