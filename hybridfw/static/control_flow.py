@@ -9,7 +9,7 @@ sub-blocks and appends one operator. The operators, as the executor, the printer
     inputs ``(pred, *captured)``, outputs ``outs``, blocks ``(true_block, false_block)``; attrs
     ``true_outputs``/``false_outputs`` give, per output, the name the branch yields (an inner
     value, an outer one, or a constant). ``None`` means the branch does not produce that output
-    (it then holds an empty array): only for branch values exported for backward
+    (it then holds zeros): only for branch values exported for backward
     (:mod:`.autodiff`), which reads them on the same branch only.
 ``while``
     inputs ``(*init, *captured)``, outputs ``(*final[, stack])``, blocks ``(cond_block,
@@ -23,10 +23,11 @@ sub-blocks and appends one operator. The operators, as the executor, the printer
     ``saved_index``.
 
 The stack is a Python list of records (tuples of arrays), made anew by each run of the forward
-loop. It lives in a per-run table in the executor's environment; the ``stack`` variable itself
-holds a token naming it (an empty int64 array, declared ``(0,)`` int64), so it flows through
-the program like any value: an enclosing loop pushes the token of each run of an inner loop,
-and the backward reads the list through whichever token it is given.
+loop. The ``stack`` variable holds a token carrying it (:class:`~.loop_stack.LoopStack`: an
+empty int64 array, declared ``(0,)`` int64, whose ``records`` copies and views keep), so it
+flows through the program like any value: an enclosing loop pushes the token of each run of an
+inner loop, the backward reads the list through whichever token it is given, and a token fetched
+from one run can be fed to another (a backward program run after its forward program).
 
 Conventions every construct keeps: variable names are unique in the program, so all blocks share
 one slot space in the executor; a sub-block's *block arguments* (the loop variables) are variables
@@ -46,6 +47,7 @@ from ..ops.registry import TensorLike, current_interpreter, use_interpreter
 from .builder import StaticInterpreter
 from .executor import OP_COMPILERS, compile_block
 from .ir import Block, Operator, Program, Variable
+from .loop_stack import new_loop_stack
 
 __all__ = ["cond", "while_loop"]
 
@@ -431,20 +433,24 @@ def _compile_cond(op, block, slots, xp):
 
 
 def _absent(xp, var):
-    """What an output a branch does not produce holds: an empty array of its dtype."""
-    return xp.empty((0,) * len(var.shape), dtype=var.dtype.np)
+    """What an output a branch does not produce holds: a read-only zero broadcast to its declared
+    shape (dims known only at run time are 0), so it allocates nothing and still matches the
+    declared shape when it is fetched and fed to a backward program (:mod:`.partition`)."""
+    shape = tuple(0 if s == -1 else s for s in var.shape)
+    return xp.broadcast_to(xp.zeros((), dtype=var.dtype.np), shape)
 
 
-def _own_copy(value):
+def _own_copy(xp, value):
     """``value``, copied when it views other memory. A record must keep the values of its
     iteration until the backward reads it, long after the forward is done with them; a view
     (of a loop input, or of a value from outside the loop) would see its base's memory reused
-    or updated in place in between."""
-    return value.copy() if getattr(value, "base", None) is not None else value
-
-
-# The executor-environment slot of the per-run table: id(token) -> (token, stack).
-_STACK_TABLE = ("while", "stacks")
+    or updated in place in between. A broadcast scalar (every element one memory location, as
+    a branch's absent output) keeps its shape as a broadcast of a copy of that one element."""
+    if getattr(value, "base", None) is None:
+        return value
+    if value.size > 1 and not any(value.strides):
+        return xp.broadcast_to(value[(0,) * value.ndim].copy(), value.shape)
+    return value.copy()
 
 
 def _compile_while(op, block, slots, xp):
@@ -461,7 +467,6 @@ def _compile_while(op, block, slots, xp):
     body_outs = [slots[n] for n in attrs["body_outputs"]]
     stack_slot = slots[attrs["stack"]] if "stack" in attrs else None
     saved = [slots[n] for n in attrs.get("saved", ())]
-    table_slot = slots.setdefault(_STACK_TABLE, len(slots)) if stack_slot is not None else None
 
     def step(env):
         values = [env[s] for s in init]
@@ -477,16 +482,11 @@ def _compile_while(op, block, slots, xp):
             body_plan.run(env)
             values = [env[s] for s in body_outs]
             if stack_slot is not None:
-                stack.append(tuple(_own_copy(env[s]) for s in saved))
+                stack.append(tuple(_own_copy(xp, env[s]) for s in saved))
         for s, v in zip(finals, values):
             env[s] = v
         if stack_slot is not None:
-            token = xp.empty((0,), dtype=np.int64)
-            table = env[table_slot]
-            if table is None:
-                table = env[table_slot] = {}
-            table[id(token)] = (token, stack)
-            env[stack_slot] = token
+            env[stack_slot] = new_loop_stack(stack)
     return step
 
 
@@ -502,15 +502,14 @@ def _compile_while_grad(op, block, slots, xp):
     body_args = [slots[n] for n in attrs["body_args"]]
     body_outs = [slots[n] for n in attrs["body_outputs"]]
     restores = list(zip((slots[n] for n in attrs["saved_args"]), attrs["saved_index"]))
-    table_slot = slots.setdefault(_STACK_TABLE, len(slots))
 
     def step(env):
-        try:
-            stack = env[table_slot][id(env[stack_slot])][1]
-        except (KeyError, TypeError):
-            raise RuntimeError(f"while_grad: no stack of a forward while_loop run under the "
-                               f"token {op.inputs[0]!r}; the backward must run in the same "
-                               "program run as its forward loop") from None
+        token = env[stack_slot]
+        stack = getattr(token, "records", None)
+        if stack is None:
+            raise RuntimeError(f"while_grad: {op.inputs[0]!r} holds no stack of a forward "
+                               f"while_loop run (got a {type(token).__name__}); feed it the "
+                               "value a run of the forward loop produced for it (a LoopStack)")
         values = [env[s] for s in init]
         for record in reversed(stack):  # last iteration first
             for s, i in restores:

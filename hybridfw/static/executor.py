@@ -34,6 +34,7 @@ from ..ops.registry import TensorMeta, all_ops
 from .codegen import OUT_UPDATES_INPUT0, FunctionSource, OpCall, runtime_helpers
 from .ir import Block, Program, Variable
 from .liveness import analyze_block
+from .loop_stack import LoopStack
 from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena
 
 __all__ = [
@@ -332,8 +333,8 @@ class Executor:
         for name in program.feeds:
             value = feed[name]
             arr = value._data if isinstance(value, Tensor) else value
-            if arr.__class__ is not xp.ndarray:
-                arr = xp.asarray(arr)
+            if arr.__class__ is not xp.ndarray and arr.__class__ is not LoopStack:
+                arr = xp.asarray(arr)  # (a loop's stack token stays the host array it is)
             arrays.append(arr)
         return arrays
 
@@ -405,7 +406,7 @@ class Executor:
         compiled, arrays = self._lookup(program, feed, fetch_list)
         results = compiled.function(*arrays)
         if return_numpy:
-            return [r if r.__class__ is np.ndarray else _to_numpy(r) for r in results]
+            return [r if isinstance(r, np.ndarray) else _to_numpy(r) for r in results]
         return [wrap_array(r) for r in results]
 
 

@@ -27,9 +27,9 @@ Example::
 from __future__ import annotations
 
 from ..ir import Block, Program
-from .analysis import attr_names, has_side_effects, readers, resolve_fetch
+from .analysis import attr_names, has_side_effects, resolve_fetch
 from .clone import clone_program
-from .rewrite import drop_unreachable_blocks, erase_ops
+from .rewrite import drop_unreachable_blocks, drop_unused_constants, erase_ops
 
 __all__ = ["run"]
 
@@ -41,7 +41,7 @@ def run(program: Program, fetch=None) -> Program:
     names = {name for block in program.blocks for name in block.vars}
     _sweep(program.global_block(), set(fetch), names)
     drop_unreachable_blocks(program)
-    _drop_unused_constants(program, fetch)
+    drop_unused_constants(program, fetch)
     return program
 
 
@@ -63,14 +63,3 @@ def _sweep(block: Block, live: set, names: set) -> set:
         read |= uses
     erase_ops(block, dead)
     return read
-
-
-def _drop_unused_constants(program: Program, fetch) -> None:
-    still_read = readers(program)
-    block = program.global_block()
-    for name in [n for n, t in program.params.items()
-                 if not getattr(t, "requires_grad", False) and n not in still_read
-                 and n not in fetch]:
-        tensor = program.params.pop(name)
-        program._captured.pop(id(tensor), None)
-        del block.vars[name]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ..ir import Block, Program
 from ..verifier import is_registry_op
-from .analysis import walk_ops
+from .analysis import readers, walk_ops
 
-__all__ = ["replace_uses", "erase_ops", "drop_unreachable_blocks", "holders", "add_capture"]
+__all__ = ["replace_uses", "erase_ops", "drop_unreachable_blocks", "drop_unused_constants",
+           "holders", "add_capture"]
 
 
 def replace_uses(program: Program, mapping: dict) -> None:
@@ -63,6 +64,20 @@ def drop_unreachable_blocks(program: Program) -> None:
     for i, block in enumerate(program.blocks):
         block.idx = i
     program._current = 0
+
+
+def drop_unused_constants(program: Program, keep=()) -> None:
+    """Forget the parameters that are constants (``requires_grad`` False), that no operator
+    reads and that are not in ``keep`` (fetch targets); trainable parameters always stay
+    (optimizers and gradients refer to them by name)."""
+    still_read = readers(program)
+    block = program.global_block()
+    for name in [n for n, t in program.params.items()
+                 if not getattr(t, "requires_grad", False) and n not in still_read
+                 and n not in keep]:
+        tensor = program.params.pop(name)
+        program._captured.pop(id(tensor), None)
+        del block.vars[name]
 
 
 def holders(program: Program) -> dict:
