@@ -28,6 +28,7 @@ from ..ops import elementwise as E
 from ..ops import indexing as I
 from ..ops import linalg as L
 from ..ops import nn_ops as N
+from ..ops import reduction as R
 from ..ops import shape_ops as S
 from ..ops.conv import conv_attrs, pair
 from ..ops.factories import rand_like
@@ -284,6 +285,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
         if 0 < count <= 1:  # (negative: a dim unknown until run time)
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input of shape {tuple(input.shape)}")
+        if count < 0:  # a static program counts the values per channel when it runs
+            count = apply(R.dim_numel, input, dim=dims)
         mean = C.mean(input, dims, keepdim=True)
         centered = input - mean
         var = C.mean(centered * centered, dims, keepdim=True)

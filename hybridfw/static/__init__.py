@@ -11,7 +11,7 @@ Example::
     >>> out.tolist()
     [6.0, 6.0]
 """
-from . import fused  # noqa: F401 - registers the fused_elementwise op
+from . import assign, fused  # noqa: F401 - register the assign_param and fused_elementwise ops
 from . import nn
 from .autodiff import gradients
 from .builder import StaticInterpreter, current_program, data, default_main_program, program_guard

@@ -4,13 +4,19 @@ Inside ``program_guard(prog)`` every registry op appends an Operator to the curr
 of computing: inference and validation run now (clear errors at build time), eager tensors that
 appear as operands (parameters, buffers) are captured as persistable Variables, Python scalars
 stay inline.
+
+In-place updates: of a Variable, they compute a new value the Python object is rebound to; of a
+captured eager tensor (``running_mean.mul_(0.9)`` in BatchNorm), they compute the new value and
+append an ``assign_param`` operator (see :mod:`.assign`) that writes it into the tensor when the
+program runs. Later reads of that tensor in the same block (or blocks nested in it) read the new
+value. Several updates of one tensor in one block make one ``assign_param``, of the last value.
 """
 from __future__ import annotations
 
 import contextlib
 
 from ..dtypes import as_dtype
-from ..ops.registry import TensorLike, use_interpreter
+from ..ops.registry import TensorLike, get_op, use_interpreter
 from .ir import Operator, Program, Variable
 
 __all__ = ["StaticInterpreter", "program_guard", "data", "default_main_program",
@@ -31,7 +37,7 @@ class StaticInterpreter:
         if isinstance(value, Variable):
             return value
         if isinstance(value, TensorLike):  # an eager tensor: parameter, buffer or constant
-            return self.program.capture(value)
+            return self.program.value_of(value)
         if value.__class__ in _SCALARS:
             return value
         return self.program.constant(value)
@@ -46,10 +52,13 @@ class StaticInterpreter:
         return out
 
     def apply_inplace(self, op, target, args, attrs):
-        """Static programs are functional: compute a new value and rebind ``target`` to it."""
+        """Static programs are functional: compute a new value and rebind ``target`` to it (a
+        captured eager tensor: record the write, see the module docstring)."""
         if not isinstance(target, Variable):
+            if isinstance(target, TensorLike):
+                return self._update_captured(op, target, args, attrs)
             raise TypeError(f"{op.name}: in-place update of a {type(target).__name__} inside a "
-                            "static program; only Variables can be updated there")
+                            "static program; only Variables and tensors can be updated there")
         out = self.apply(op, args, attrs)
         if tuple(out.shape) != tuple(target.shape) and -1 not in target.shape:
             raise ValueError(f"{op.name}: in-place result of shape {out.shape} does not match "
@@ -65,6 +74,34 @@ class StaticInterpreter:
         target.persistable = False
         target.dtype = out.dtype
         block.vars[out.name] = target
+        return target
+
+    def _update_captured(self, op, target, args, attrs):
+        program = self.program
+        operands = tuple(self._operand(a) for a in args)
+        shape, dtype, _ = op.infer(*operands, **attrs)  # checked before anything is recorded
+        if len(shape) != len(target.shape) or any(
+                a != b and a != -1 for a, b in zip(shape, target.shape)):
+            raise ValueError(f"{op.name}: in-place output of shape {tuple(target.shape)} does not "
+                             f"match the broadcast shape {tuple(shape)}")
+        if dtype is not target.dtype and dtype.category > target.dtype.category:
+            raise TypeError(f"{op.name}: result type {dtype} can't be cast to the in-place "
+                            f"output type {target.dtype}")
+        out = self.apply(op, operands, attrs)
+        if out.dtype is not target.dtype:
+            out = self.apply(get_op("cast"), (out,), {"dtype": target.dtype})
+        param = program.capture(target).name
+        block = program.current_block()
+        # one write per tensor and block: a second update moves the first write to its end
+        for existing in block.ops:
+            if existing.type == "assign_param" and existing.inputs[0] == param:
+                block.ops.remove(existing)
+                existing.inputs = (param, out.name)
+                block.append_op(existing)
+                break
+        else:
+            block.append_op(Operator("assign_param", [param, out.name], []))
+        program._updated[id(target)] = out.name
         return target
 
 

@@ -92,7 +92,7 @@ def to_variable(program: Program, value, dtype=None) -> Variable:
     if isinstance(value, Variable):
         return value
     if isinstance(value, TensorLike):
-        return program.capture(value)
+        return program.value_of(value)
     if dtype is not None:
         return program.constant(np.asarray(value, dtype=as_dtype(dtype).np))
     return program.constant(value)

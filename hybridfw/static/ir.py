@@ -152,6 +152,7 @@ class Program:
         self.device = device
         self._counter = itertools.count()
         self._captured: dict = {}     # id(eager tensor) -> variable name
+        self._updated: dict = {}      # id(eager tensor) -> name of its value after an update
         self._current = 0
 
     # ---- structure --------------------------------------------------------------------------
@@ -182,6 +183,17 @@ class Program:
             self.params[name] = tensor
             self.global_block().create_var(tensor.shape, tensor.dtype, name, persistable=True)
         return self.global_block().vars[name]
+
+    def value_of(self, tensor) -> Variable:
+        """The Variable holding an eager tensor's value where the current block reads it: the
+        value its latest in-place update in scope wrote (``assign_param``), else the captured
+        parameter itself."""
+        name = self._updated.get(id(tensor))
+        if name is not None:
+            var = self.current_block().find_var(name)
+            if var is not None:
+                return var
+        return self.capture(tensor)
 
     def constant(self, value) -> Variable:
         """A persistable constant made from Python data or a numpy array."""

@@ -28,7 +28,10 @@ def _format_block(program, block, indent: str, lines: list) -> None:
                      if attrs else "")
         types = "; ".join(f"{tuple(v.shape)} {v.dtype.name}"
                           for v in (block.var(o) for o in op.outputs))
-        lines.append(f"{indent}{outs} = {op.type}({args}){attr_text} : {types}")
+        if op.outputs:
+            lines.append(f"{indent}{outs} = {op.type}({args}){attr_text} : {types}")
+        else:  # an operator acting only by its effect (assign_param, a callback)
+            lines.append(f"{indent}{op.type}({args}){attr_text}")
         for sub in op.blocks:
             lines.append(f"{indent}  block {sub.idx}:")
             _format_block(program, sub, indent + "    ", lines)

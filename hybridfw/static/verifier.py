@@ -23,7 +23,8 @@ variable. The invariants:
   operator holding it (liveness and autodiff rely on seeing all uses at that operator).
 - **Inference**: a registry op has one output, whose shape and dtype equal what the op's
   ``infer`` gives for its inputs' shapes and dtypes. Control-flow operators are not inferred
-  themselves; their blocks are checked like any other.
+  themselves; their blocks are checked like any other. ``assign_param(param, value)`` writes a
+  parameter of the program with a value of its dtype and shape.
 - **In-place annotations** (``program.inplace``, see :mod:`.passes.inplace`): each maps the
   output of an operator to one of that operator's inputs, of the same shape and dtype, that is
   neither a feed nor a parameter.
@@ -193,6 +194,8 @@ def _check_block(block: Block, defined: set, block_args: set) -> None:
                       "or a Python number")
         if is_registry_op(op.type):
             _check_inference(block, here, op)
+        elif op.type == "assign_param":
+            _check_assign(block, here, op)
         elif not is_control_flow(op.type):
             _fail(f"{here}: unknown op type {op.type!r} (neither a registry op nor a control-flow "
                   "kind registered in hf.static.executor.OP_COMPILERS)")
@@ -222,6 +225,19 @@ def _check_inference(block: Block, here: str, op: Operator) -> None:
     if tuple(shape) != out.shape or dtype is not out.dtype:
         _fail(f"{here}: output {out.name!r} is declared {out.shape} {out.dtype.name} but "
               f"{op.type} infers {tuple(shape)} {dtype.name}")
+
+
+def _check_assign(block: Block, here: str, op: Operator) -> None:
+    if len(op.inputs) != 2 or op.outputs or op.blocks or \
+            not all(isinstance(i, str) for i in op.inputs):
+        _fail(f"{here}: assign_param takes two names (parameter, value) and has no outputs")
+    param, value = (block.var(n) for n in op.inputs)
+    if param.name not in block.program.params:
+        _fail(f"{here}: writes {param.name!r}, which is not a parameter of the program")
+    if param.dtype is not value.dtype or len(param.shape) != len(value.shape) or any(
+            a != b and b != -1 for a, b in zip(param.shape, value.shape)):
+        _fail(f"{here}: value {value.name!r} ({value.shape} {value.dtype.name}) does not fit "
+              f"parameter {param.name!r} ({param.shape} {param.dtype.name})")
 
 
 def _attr_strings(value):

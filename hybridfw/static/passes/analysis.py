@@ -10,23 +10,28 @@
   numbers than they would have). Two draws are never the same value, so random ops are never
   merged (CSE), folded or fused.
 - An op has *side effects*, and is kept even when nothing reads its outputs, when its type is in
-  :data:`SIDE_EFFECT_OPS`, when it is of an unknown kind, when it writes a persistable variable
-  (state that outlives the run), or when it holds sub-blocks containing such an op.
+  :data:`SIDE_EFFECT_OPS` (``assign_param``, which writes a parameter in place), when it is of an
+  unknown kind, when it writes a persistable variable (state that outlives the run), or when it
+  holds sub-blocks containing such an op.
+- A parameter that an ``assign_param`` writes changes during the run: it is no constant
+  (constant folding), and operators reading it must run where they are, before the write (CSE
+  does not merge them, fusion does not move them into a later fused operator).
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ...ops.registry import get_op
 from ..ir import Block, Operator, Program
 from ..verifier import is_control_flow, is_registry_op
 
 __all__ = ["RANDOM_OPS", "SIDE_EFFECT_OPS", "is_random", "has_side_effects", "is_pure",
-           "attr_names", "walk_ops", "readers", "resolve_fetch"]
+           "attr_names", "walk_ops", "readers", "resolve_fetch", "assigned_state"]
 
 RANDOM_OPS = frozenset({"uniform", "normal", "randint", "bernoulli"})
 
 # op types that act on the world (printing, writing state); modules defining such ops add theirs
-SIDE_EFFECT_OPS: set = set()
+SIDE_EFFECT_OPS: set = {"assign_param"}
 
 
 def is_random(op: Operator) -> bool:
@@ -48,6 +53,18 @@ def has_side_effects(block: Block, op: Operator) -> bool:
 def is_pure(block: Block, op: Operator) -> bool:
     """A deterministic registry op without side effects: same inputs, same result."""
     return is_registry_op(op.type) and not is_random(op) and not has_side_effects(block, op)
+
+
+def assigned_state(program: Program) -> set:
+    """The parameters some ``assign_param`` writes, and every view of them (their values change
+    where the write runs, so operators reading them must stay where they are)."""
+    names = {op.inputs[0] for _, op in walk_ops(program.global_block())
+             if op.type == "assign_param"}
+    if names:
+        for _, op in walk_ops(program.global_block()):
+            if is_registry_op(op.type) and get_op(op.type).view and op.inputs[0] in names:
+                names.add(op.outputs[0])
+    return names
 
 
 def attr_names(op: Operator, names) -> list:

@@ -1,8 +1,8 @@
 """Constant folding: operators whose inputs are all constants are evaluated once, now.
 
 A *constant* is a Python number, a parameter that does not require grad (captured constants,
-buffers: ``program.params[name]`` with ``requires_grad`` False), or the result of an operator
-folded before. A pure registry op of the global block (no random draws, no side effects, not
+buffers: ``program.params[name]`` with ``requires_grad`` False) and that no ``assign_param``
+writes, or the result of an operator folded before. A pure registry op of the global block (no random draws, no side effects, not
 ``to_device``) whose tensor inputs are all constants is run through its registry kernel exactly
 as the executor would run it (same casts to the compute dtype, same result dtype), and its output
 becomes a constant parameter under the same name, so readers and fetch targets are unchanged.
@@ -34,7 +34,7 @@ from ...dygraph.tensor import wrap_array
 from ...ops.infer import numel
 from ...ops.registry import TensorMeta, get_op
 from ..ir import Program, Variable
-from .analysis import is_pure, readers, resolve_fetch
+from .analysis import assigned_state, is_pure, readers, resolve_fetch
 from .clone import clone_program
 from .rewrite import erase_ops
 
@@ -50,8 +50,9 @@ def run(program: Program, fetch=None) -> Program:
     program = clone_program(program)
     block = program.global_block()
     xp = program.device.xp
+    assigned = assigned_state(program)  # buffers the program writes are no constants
     constants = {name: t._data for name, t in program.params.items()
-                 if not getattr(t, "requires_grad", False)}
+                 if not getattr(t, "requires_grad", False) and name not in assigned}
     folded: dict = {}
     for op in block.ops:
         if op.type in NOT_FOLDED or not is_pure(block, op):

@@ -12,6 +12,8 @@ Scoping: an operator in a sub-block may reuse a value computed earlier in an enc
 (the value is then added to the captured inputs of the control-flow operators in between);
 values computed inside a sub-block are never reused outside it, nor in a sibling block.
 A fetch target is never removed (it would disappear from the program); it is simply not merged.
+Operators reading a parameter that an ``assign_param`` writes (or a view of it) are not merged:
+the same expression before and after the write has different values.
 
 Example::
 
@@ -28,7 +30,7 @@ Example::
 from __future__ import annotations
 
 from ..ir import Block, Operator, Program
-from .analysis import is_pure, resolve_fetch
+from .analysis import assigned_state, is_pure, resolve_fetch
 from .clone import clone_program
 from .rewrite import add_capture, erase_ops, holders, replace_uses
 
@@ -42,28 +44,31 @@ def run(program: Program, fetch=None) -> Program:
     protected = set(resolve_fetch(program, fetch))
     program = clone_program(program)
     mapping: dict = {}
-    _merge_block(program, program.global_block(), {}, mapping, protected, holders(program))
+    _merge_block(program, program.global_block(), {}, mapping, protected | assigned_state(program),
+                 holders(program))
     replace_uses(program, mapping)
     return program
 
 
-def _merge_block(program, block: Block, available: dict, mapping: dict, protected: set,
+def _merge_block(program, block: Block, available: dict, mapping: dict, fixed: set,
                  holder_map: dict) -> None:
     """Merge duplicates in ``block``; ``available`` maps expression keys to the names holding
-    them in enclosing scopes (a copy is extended here, so nothing leaks out)."""
+    them in enclosing scopes (a copy is extended here, so nothing leaks out). Names in ``fixed``
+    (fetch targets, and values an ``assign_param`` changes) are neither removed nor read by a
+    merged operator."""
     available = dict(available)
     removed = []
     for op in block.ops:
         op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
         for sub in op.blocks:
-            _merge_block(program, sub, available, mapping, protected, holder_map)
+            _merge_block(program, sub, available, mapping, fixed, holder_map)
         key = expression_key(block, op)
-        if key is None:
+        if key is None or any(name in fixed for name in op.input_names()):
             continue
         existing = available.get(key)
         if existing is None:
             available[key] = op.outputs[0]
-        elif op.outputs[0] not in protected:
+        elif op.outputs[0] not in fixed:
             mapping[op.outputs[0]] = existing
             removed.append(op)
             if block.idx != 0 and existing not in block.vars:

@@ -6,7 +6,9 @@ control-flow attributes included), both are in the same block, and the output is
 target. Each group is therefore a tree whose intermediates nothing else sees; it is replaced, at
 the position of its last operator (whose output name it keeps), by one ``fused_elementwise``
 operator over the group's external inputs (see :mod:`hybridfw.static.fused` for its attributes
-and kernel). Single operators are left as they are.
+and kernel). Single operators are left as they are. Operators reading a parameter that an
+``assign_param`` writes (or a view of it) are not fused: the fused operator runs later, maybe
+after the write.
 
 ``fused_elementwise`` has no gradient, so run fusion on inference programs or after
 :func:`hf.static.gradients` has built the backward (the pass list runs it after everything that
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from ..fused import FUSIBLE_OPS
 from ..ir import Block, Operator, Program
-from .analysis import readers, resolve_fetch
+from .analysis import assigned_state, readers, resolve_fetch
 from .clone import clone_program
 from .rewrite import erase_ops
 
@@ -39,17 +41,19 @@ def run(program: Program, fetch=None) -> Program:
     protected = set(resolve_fetch(program, fetch))
     program = clone_program(program)
     read = readers(program)
+    assigned = assigned_state(program)
     for block in program.blocks:
-        _fuse_block(block, read, protected)
+        _fuse_block(block, read, protected, assigned)
     return program
 
 
-def _fuse_block(block: Block, read: dict, protected: set) -> None:
+def _fuse_block(block: Block, read: dict, protected: set, assigned: set) -> None:
     producer: dict = {}  # output name -> fusible operator of this block
     groups: dict = {}    # id(operator) -> the group it ends (operators in program order)
     position = {id(op): i for i, op in enumerate(block.ops)}
     for op in block.ops:
-        if op.type not in FUSIBLE_OPS or len(op.outputs) != 1:
+        if op.type not in FUSIBLE_OPS or len(op.outputs) != 1 or \
+                any(name in assigned for name in op.input_names()):
             continue
         group = []
         for name in dict.fromkeys(op.input_names()):
