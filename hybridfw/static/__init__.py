@@ -19,6 +19,7 @@ from .executor import Executor
 from .ir import Block, Operator, Program, Variable
 from .memory_plan import plan_arena
 from .partition import split_forward_backward
+from .py_func import py_func
 from .passes import optimize
 from .serialize import load_program, program_from_dict, program_to_dict, save_program
 from .verifier import verify
@@ -26,4 +27,4 @@ from .verifier import verify
 __all__ = ["Program", "Block", "Operator", "Variable", "program_guard", "data", "Executor",
            "StaticInterpreter", "default_main_program", "current_program", "nn", "gradients",
            "save_program", "load_program", "program_to_dict", "program_from_dict", "optimize",
-           "verify", "plan_arena", "split_forward_backward"]
+           "verify", "plan_arena", "split_forward_backward", "py_func"]

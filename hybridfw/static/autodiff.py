@@ -23,6 +23,8 @@ the name of a value in the forward block -> the Variable standing for it where b
 built (the value itself, an exported branch value, or a stack slot of the enclosing loop), so
 cond in while in cond... nests to any depth.
 
+Python callbacks (``py_func``) pass no gradient: their outputs are constants to autodiff.
+
 Dynamic dims: a gradient that a rule built with a dim of 1 where its input's dim is only known
 at run time (``sum`` broadcasts back to its input's static shape) is broadcast to that input's
 run-time shape. Rules that slice or allocate by their inputs' sizes (``concat``, the backward of
@@ -201,6 +203,8 @@ class _Backward:
                 self._cond(op, block, grads, resolve, reachable)
             elif op.type == "while":
                 self._while(op, block, grads, resolve, reachable)
+            elif op.type == "py_func":  # a Python callback: its outputs are constants here
+                continue
             elif op.type == "while_grad":
                 raise ValueError(
                     "gradients: differentiating the backward of a while loop (double backward "

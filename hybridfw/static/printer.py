@@ -1,10 +1,19 @@
 """Readable, stable text of a Program (one operator per line) and Graphviz source for it."""
 from __future__ import annotations
 
-__all__ = ["format_program", "program_to_dot", "format_attr"]
+__all__ = ["format_program", "program_to_dot", "format_attr", "function_name"]
+
+
+def function_name(fn) -> str:
+    """``module.qualname`` of a Python function (how programs show and save callbacks)."""
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{qualname}" if module else qualname
 
 
 def format_attr(value) -> str:
+    if callable(value) and not isinstance(value, type):
+        return function_name(value)
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, tuple):

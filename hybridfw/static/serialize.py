@@ -13,7 +13,11 @@ damaged files refused). It holds two things:
 Attribute and operand values are encoded losslessly: JSON's own null/bool/int/str/list stand
 for themselves, finite floats are JSON numbers, and everything else is a one-key object naming
 its kind: ``{"tuple": [...]}``, ``{"float": "nan" | "inf" | "-inf"}``, ``{"dtype": "float32"}``,
-``{"dict": [[key, value], ...]}``, ``{"block": 2}`` (a sub-block reference).
+``{"dict": [[key, value], ...]}``, ``{"block": 2}`` (a sub-block reference),
+``{"function": "module.qualname"}`` (the callback of a ``py_func``: only its name is saved,
+with a ``UserWarning``; the loaded program holds an
+:class:`~hybridfw.static.py_func.UnavailableFunction` that raises when the program calls it, and
+nothing named in a file is ever imported or run).
 
 Example::
 
@@ -33,6 +37,7 @@ import itertools
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -43,6 +48,8 @@ from ..ops.registry import all_ops
 from ..serialization import load, save
 from .executor import OP_COMPILERS
 from .ir import Block, Operator, Program, Variable
+from .printer import function_name
+from .py_func import UnavailableFunction
 
 __all__ = ["save_program", "load_program", "program_to_dict", "program_from_dict",
            "FORMAT_NAME", "FORMAT_VERSION"]
@@ -117,6 +124,8 @@ class _Decoder:
                 raise self.bad(f"unknown dtype {body!r} at {where}") from None
         if tag == "block":
             return self.block(body, where)
+        if tag == "function" and isinstance(body, str):
+            return UnavailableFunction(body)
         raise self.bad(f"unknown value {node!r} at {where}")
 
     def block(self, idx, where: str) -> Block:
@@ -139,6 +148,13 @@ def program_to_dict(program: Program) -> dict:
     if not isinstance(program, Program):
         raise TypeError(f"program_to_dict: expected a hf.static.Program, got "
                         f"{type(program).__name__}")
+    callbacks = sorted({function_name(op.attrs["fn"]) for block in program.blocks
+                        for op in block.ops if op.type == "py_func"})
+    if callbacks:
+        warnings.warn(f"save_program: the program calls the Python function(s) "
+                      f"{', '.join(callbacks)} (py_func); a saved program keeps only their names, "
+                      "so the loaded program fails where it calls them (a deployment has no "
+                      "Python code)", UserWarning, stacklevel=3)
     blocks = []
     for idx, block in enumerate(program.blocks):
         if block.idx != idx:
@@ -170,7 +186,8 @@ def _op_to_dict(op: Operator, where: str) -> dict:
         "type": op.type,
         "inputs": [_encode(v, f"input {i} of {where}") for i, v in enumerate(op.inputs)],
         "outputs": list(op.outputs),
-        "attrs": {k: _encode(v, f"attribute {k!r} of {where}") for k, v in op.attrs.items()},
+        "attrs": {k: {"function": function_name(v)} if op.type == "py_func" and k == "fn"
+                  else _encode(v, f"attribute {k!r} of {where}") for k, v in op.attrs.items()},
         "blocks": [b.idx for b in op.blocks],
     }
 

@@ -24,7 +24,8 @@ variable. The invariants:
 - **Inference**: a registry op has one output, whose shape and dtype equal what the op's
   ``infer`` gives for its inputs' shapes and dtypes. Control-flow operators are not inferred
   themselves; their blocks are checked like any other. ``assign_param(param, value)`` writes a
-  parameter of the program with a value of its dtype and shape.
+  parameter of the program with a value of its dtype and shape; a ``py_func`` declares its
+  outputs as its ``out_specs`` say.
 - **In-place annotations** (``program.inplace``, see :mod:`.passes.inplace`): each maps the
   output of an operator to one of that operator's inputs, of the same shape and dtype, that is
   neither a feed nor a parameter.
@@ -196,6 +197,8 @@ def _check_block(block: Block, defined: set, block_args: set) -> None:
             _check_inference(block, here, op)
         elif op.type == "assign_param":
             _check_assign(block, here, op)
+        elif op.type == "py_func":
+            _check_py_func(block, here, op)
         elif not is_control_flow(op.type):
             _fail(f"{here}: unknown op type {op.type!r} (neither a registry op nor a control-flow "
                   "kind registered in hf.static.executor.OP_COMPILERS)")
@@ -238,6 +241,19 @@ def _check_assign(block: Block, here: str, op: Operator) -> None:
             a != b and b != -1 for a, b in zip(param.shape, value.shape)):
         _fail(f"{here}: value {value.name!r} ({value.shape} {value.dtype.name}) does not fit "
               f"parameter {param.name!r} ({param.shape} {param.dtype.name})")
+
+
+def _check_py_func(block: Block, here: str, op: Operator) -> None:
+    if not callable(op.attrs.get("fn")):
+        _fail(f"{here}: py_func needs a callable 'fn' attribute")
+    specs = op.attrs.get("out_specs", ())
+    if len(specs) != len(op.outputs):
+        _fail(f"{here}: {len(op.outputs)} outputs but {len(specs)} out_specs")
+    for name, (shape, dtype) in zip(op.outputs, specs):
+        var = block.var(name)
+        if var.shape != tuple(shape) or var.dtype is not dtype:
+            _fail(f"{here}: output {name!r} is declared {var.shape} {var.dtype.name} but its "
+                  f"out_spec says {tuple(shape)} {dtype.name}")
 
 
 def _attr_strings(value):

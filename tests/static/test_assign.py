@@ -116,7 +116,7 @@ def test_verifier_and_errors():
         buf.mul_(x)  # float64 into float32: cast, as in eager
         with pytest.raises(ValueError, match=r"in-place output of shape \(2,\)"):
             buf.add_(hf.ones(3, 2))
-        y = S.data("y", [None])
+        S.data("y", [None])
     assign = next(op for op in prog.global_block().ops if op.type == "assign_param")
     assign.inputs = (assign.inputs[0], "y")  # a value whose size is only known at run time
     S.verify(prog)

@@ -12,7 +12,8 @@
 - An op has *side effects*, and is kept even when nothing reads its outputs, when its type is in
   :data:`SIDE_EFFECT_OPS` (``assign_param``, which writes a parameter in place), when it is of an
   unknown kind, when it writes a persistable variable (state that outlives the run), or when it
-  holds sub-blocks containing such an op.
+  holds sub-blocks containing such an op. A Python callback (``py_func``) has side effects when
+  its ``has_side_effects`` attribute says so.
 - A parameter that an ``assign_param`` writes changes during the run: it is no constant
   (constant folding), and operators reading it must run where they are, before the write (CSE
   does not merge them, fusion does not move them into a later fused operator).
@@ -41,6 +42,8 @@ def is_random(op: Operator) -> bool:
 
 def has_side_effects(block: Block, op: Operator) -> bool:
     """Whether ``op`` must run even when nothing reads its outputs (see the effects policy)."""
+    if op.type == "py_func":  # a Python callback says whether it acts on the world
+        return bool(op.attrs.get("has_side_effects"))
     if op.type in SIDE_EFFECT_OPS:
         return True
     if not is_registry_op(op.type) and not is_control_flow(op.type):

@@ -1,9 +1,10 @@
 """Constant folding: operators whose inputs are all constants are evaluated once, now.
 
 A *constant* is a Python number, a parameter that does not require grad (captured constants,
-buffers: ``program.params[name]`` with ``requires_grad`` False) and that no ``assign_param``
-writes, or the result of an operator folded before. A pure registry op of the global block (no random draws, no side effects, not
-``to_device``) whose tensor inputs are all constants is run through its registry kernel exactly
+buffers: ``program.params[name]`` with ``requires_grad`` False) that no ``assign_param`` writes,
+or the result of an operator folded before. A pure registry op of the global block (no random
+draws, no side effects, not ``to_device``) whose tensor inputs are all constants is run through
+its registry kernel exactly
 as the executor would run it (same casts to the compute dtype, same result dtype), and its output
 becomes a constant parameter under the same name, so readers and fetch targets are unchanged.
 Folded values that only fed other folded operators are dropped. Results bigger than
