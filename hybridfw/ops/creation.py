@@ -1,8 +1,10 @@
 """Creation and random primitives: full, arange, linspace, eye, uniform, normal, randint.
 
-They take no tensor inputs; the ``device`` attribute says where the result lives. Random ops draw
-from the per-device generator that ``hf.manual_seed`` seeds, so eager and static runs of the
-same seeded program draw the same numbers.
+They take no tensor inputs, except that ``full``, ``uniform`` and ``normal`` take either a
+``shape`` attribute or one tensor ``like`` whose shape (at run time: a static program may know
+it only with -1 dims) the result takes; only that shape is read. The ``device`` attribute says
+where the result lives. Random ops draw from the per-device generator that ``hf.manual_seed``
+seeds, so eager and static runs of the same seeded program draw the same numbers.
 """
 from __future__ import annotations
 
@@ -22,12 +24,24 @@ def _check_shape(op, shape):
     return shape
 
 
-def _full_infer(*, shape, value, dtype, device):
-    return _check_shape("full", shape), as_dtype(dtype), None
+def _result_shape(op, like, shape):
+    """The shape of a creation op's result: ``shape``, or the shape of the one tensor ``like``."""
+    if not like:
+        if shape is None:
+            raise ValueError(f"{op}: give a shape or one tensor whose shape to take")
+        return _check_shape(op, shape)
+    if len(like) != 1 or shape is not None:
+        raise ValueError(f"{op}: give either a shape or one tensor whose shape to take, got "
+                         f"shape={shape} and {len(like)} tensor(s)")
+    return tuple(like[0].shape)
 
 
-def _full_kernel(xp, *, shape, value, dtype, device):
-    return xp.full(shape, value, dtype=as_dtype(dtype).np)
+def _full_infer(*like, shape=None, value, dtype, device):
+    return _result_shape("full", like, shape), as_dtype(dtype), None
+
+
+def _full_kernel(xp, *like, shape=None, value, dtype, device):
+    return xp.full(_result_shape("full", like, shape), value, dtype=as_dtype(dtype).np)
 
 
 full = register("full", infer=_full_infer, kernel=_full_kernel)
@@ -75,15 +89,16 @@ eye = register("eye", infer=_eye_infer, kernel=_eye_kernel)
 
 
 def _random_float_infer(op):
-    def infer(*, shape, dtype, device, **params):
+    def infer(*like, shape=None, dtype, device, **params):
         dt = as_dtype(dtype)
         if not dt.is_floating_point:
             raise TypeError(f"{op}: dtype must be floating point, got {dt}")
-        return _check_shape(op, shape), dt, None
+        return _result_shape(op, like, shape), dt, None
     return infer
 
 
-def _uniform_kernel(xp, *, shape, low, high, dtype, device):
+def _uniform_kernel(xp, *like, shape=None, low, high, dtype, device):
+    shape = _result_shape("uniform", like, shape)
     dt = as_dtype(dtype)
     gen = generator(as_device(device))
     draw_dt = dt.np if dt is not as_dtype("float16") else float32.np
@@ -97,7 +112,8 @@ def _uniform_kernel(xp, *, shape, low, high, dtype, device):
 uniform = register("uniform", infer=_random_float_infer("uniform"), kernel=_uniform_kernel)
 
 
-def _normal_kernel(xp, *, shape, mean, std, dtype, device):
+def _normal_kernel(xp, *like, shape=None, mean, std, dtype, device):
+    shape = _result_shape("normal", like, shape)
     dt = as_dtype(dtype)
     gen = generator(as_device(device))
     draw_dt = dt.np if dt is not as_dtype("float16") else float32.np

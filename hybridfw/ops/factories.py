@@ -71,9 +71,18 @@ def _like(x, dtype, device):
             str(as_device(device)) if device is not None else str(x.device))
 
 
+def _creation(op, x, shape, **attrs):
+    """``op`` with ``x``'s shape: as an attribute, or read from ``x`` itself when a static
+    program knows a dim of it only at run time (-1)."""
+    if -1 in shape:
+        return apply(op, x, **attrs)
+    return apply(op, shape=shape, **attrs)
+
+
 def full_like(x, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
     shape, dt, dev = _like(x, dtype, device)
-    return _grad(apply(K.full, shape=shape, value=fill_value, dtype=dt, device=dev), requires_grad)
+    return _grad(_creation(K.full, x, shape, value=fill_value, dtype=dt, device=dev),
+                 requires_grad)
 
 
 def zeros_like(x, *, dtype=None, device=None, requires_grad: bool = False):
@@ -141,10 +150,12 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
 
 
 def rand_like(x, *, dtype=None, device=None):
+    """Uniform samples in [0, 1) of ``x``'s shape (in a static program, its run-time shape)."""
     shape, dt, dev = _like(x, dtype, device)
-    return apply(K.uniform, shape=shape, low=0.0, high=1.0, dtype=dt, device=dev)
+    return _creation(K.uniform, x, shape, low=0.0, high=1.0, dtype=dt, device=dev)
 
 
 def randn_like(x, *, dtype=None, device=None):
+    """Standard normal samples of ``x``'s shape (in a static program, its run-time shape)."""
     shape, dt, dev = _like(x, dtype, device)
-    return apply(K.normal, shape=shape, mean=0.0, std=1.0, dtype=dt, device=dev)
+    return _creation(K.normal, x, shape, mean=0.0, std=1.0, dtype=dt, device=dev)

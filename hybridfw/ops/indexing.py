@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..dtypes import bool_
 from .infer import broadcast_shapes
 from ..backend import add_at
-from .registry import TensorLike, apply, register
+from .registry import TensorLike, apply, register, runtime_value
 
 
 # --------------------------------------------------------------------------- spec handling
@@ -221,7 +221,12 @@ def _known_shape(op: str, shape) -> tuple:
 
 
 def _getitem_grad(g, out, a, *index, spec):
-    return apply(getitem_backward, g, *index, spec=spec, shape=_known_shape("getitem", a.shape))
+    if -1 not in a.shape:
+        return apply(getitem_backward, g, *index, spec=spec, shape=tuple(a.shape))
+    # a static program knows a's shape only at run time: scatter into zeros of a's shape then
+    from .creation import full
+    zeros = apply(full, runtime_value(a), value=0, dtype=g.dtype, device=str(g.device))
+    return apply(index_put, zeros, g, *index, spec=spec, accumulate=True)
 
 
 getitem = register("getitem", infer=_getitem_infer, kernel=_getitem_kernel, view=True,

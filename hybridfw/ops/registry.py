@@ -13,7 +13,9 @@ Every primitive op is one :class:`OpDef`, defined once, holding together:
   PyTorch's derivatives.yaml, so backward computes only the gradients someone needs. Each rule is
   ``rule(g, out, *inputs, **attrs) -> gradient``, written in registry ops (so it runs eagerly,
   builds static backward graphs, and is itself differentiable). Inputs the op did not declare in
-  ``save`` arrive as :class:`TensorMeta` (shape/dtype only); ``out`` is None unless
+  ``save`` arrive as :class:`TensorMeta` (shape/dtype only; in static autodiff, one with dims
+  known only at run time also gives the input itself through ``value()``, for rules that must
+  read its run-time shape); ``out`` is None unless
   ``save_output``. A rule may return a gradient of the broadcast shape or another dtype: reducing
   it to its input's shape and dtype happens once, in ``ops.grad_utils.reduce_grad``.
 - ``save``: indices of the inputs backward needs (a tuple, or a slice for variadic ops);
@@ -36,7 +38,7 @@ from typing import Callable
 
 __all__ = ["OpDef", "register", "get_op", "all_ops", "apply", "apply_inplace", "TensorMeta",
            "set_interpreter", "use_interpreter", "current_interpreter", "TensorLike",
-           "is_tensor"]
+           "is_tensor", "runtime_value"]
 
 
 class TensorLike:
@@ -54,17 +56,36 @@ def is_tensor(x) -> bool:
 
 class TensorMeta(TensorLike):
     """Shape and dtype of a value whose data is not needed (what a gradient rule sees of an
-    input that its op did not save)."""
+    input that its op did not save).
 
-    __slots__ = ("shape", "dtype")
+    ``resolve`` (optional, given by static autodiff for inputs with dims known only at run time)
+    returns the value itself, for a rule that must build ops reading its run-time shape; calling
+    :meth:`value` keeps that value alive until the backward runs.
+    """
 
-    def __init__(self, shape: tuple, dtype):
+    __slots__ = ("shape", "dtype", "_resolve")
+
+    def __init__(self, shape: tuple, dtype, resolve: Callable | None = None):
         self.shape = shape
         self.dtype = dtype
+        self._resolve = resolve
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    def value(self):
+        """The value this meta describes (a static Variable), where the caller provided it."""
+        if self._resolve is None:
+            raise ValueError(f"a gradient needs the run-time shape of an input known only as "
+                             f"{tuple(self.shape)}, and its value is not available here")
+        return self._resolve()
+
+
+def runtime_value(x):
+    """``x`` itself, or the value a :class:`TensorMeta` stands for (see ``TensorMeta.value``):
+    what a gradient rule builds ops on to read an input's run-time shape."""
+    return x.value() if isinstance(x, TensorMeta) else x
 
     def __repr__(self) -> str:
         return f"TensorMeta(shape={self.shape}, dtype={self.dtype})"

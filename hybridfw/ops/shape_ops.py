@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..backend import device as as_device
 from ..backend import to_device_array
 from .infer import broadcast_shapes, normalize_dim, numel
-from .registry import apply, register
+from .registry import apply, register, runtime_value
 
 
 def resolve_shape(op: str, shape, new_shape) -> tuple:
@@ -159,17 +159,53 @@ def _concat_infer(*xs, dim):
 def _concat_grad(g, out, *xs, dim, input_index):
     from .indexing import narrow
     d = dim % xs[0].ndim
-    if any(x.shape[d] == -1 for x in xs[:input_index + 1]):
-        raise ValueError(f"cat: the gradient through dim {d} needs its sizes, but a static "
-                         f"program knows them only as {[tuple(x.shape) for x in xs]}; give the "
-                         "inputs static sizes along the concatenated dim")
-    start = sum(x.shape[d] for x in xs[:input_index])
-    return narrow(g, d, start, xs[input_index].shape[d])
+    sizes = tuple(x.shape[d] for x in xs)
+    if -1 not in sizes[:input_index + 1]:
+        return narrow(g, d, sum(sizes[:input_index]), sizes[input_index])
+    # a static program knows some sizes only at run time: one is what g has beyond the others;
+    # more are read from those inputs' run-time shapes
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    sources = [] if len(unknown) == 1 else [runtime_value(xs[i]) for i in unknown]
+    return apply(concat_backward, g, *sources, dim=d, index=input_index, sizes=sizes)
 
 
 concat = register("concat", infer=_concat_infer, variadic=True,
                   kernel=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim),
                   vjp=(_concat_grad,))
+
+
+def _concat_backward_infer(g, *sources, dim, index, sizes):
+    unknown = sum(1 for s in sizes if s == -1)
+    if len(sources) not in (0, unknown) or (not sources and unknown > 1):
+        raise ValueError(f"concat_backward: sizes {tuple(sizes)} need the inputs of every "
+                         f"unknown (-1) size, got {len(sources)}")
+    return g.shape[:dim] + (sizes[index],) + g.shape[dim + 1:], g.dtype, None
+
+
+def _concat_backward_kernel(xp, g, *sources, dim, index, sizes):
+    sizes = list(sizes)
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    for i, source in zip(unknown, sources):
+        sizes[i] = source.shape[dim]
+    if unknown and not sources:
+        sizes[unknown[0]] = g.shape[dim] - sum(s for s in sizes if s != -1)
+    start = sum(sizes[:index])
+    return g[(slice(None),) * dim + (slice(start, start + sizes[index]),)]
+
+
+def _concat_backward_grad(gg, out, g, *sources, dim, index, sizes, input_index):
+    if input_index == 0:
+        raise RuntimeError("cat: double backward through the gradient of a concatenation whose "
+                           "sizes are known only at run time is not supported")
+    return None
+
+
+# The piece of cat's gradient g that belongs to input ``index`` when a static program knows some
+# sizes along ``dim`` (``sizes``, -1 where unknown) only at run time: one unknown size is g's
+# size beyond the others; several are read from ``sources``, the inputs of unknown size.
+concat_backward = register("concat_backward", infer=_concat_backward_infer,
+                           kernel=_concat_backward_kernel, view=True, variadic=True,
+                           vjp=(_concat_backward_grad,))
 
 
 def _to_device_infer(a, *, device, source):
@@ -186,5 +222,5 @@ to_device = register("to_device", infer=_to_device_infer, kernel=_to_device_kern
                      vjp=(lambda g, out, a, *, device, source:
                           apply(to_device, g, device=source, source=device),))
 
-__all__ = ["reshape", "permute", "broadcast_to", "concat", "to_device", "sum_to", "sum_to_like",
-           "resolve_shape", "broadcast_shapes"]
+__all__ = ["reshape", "permute", "broadcast_to", "concat", "concat_backward", "to_device",
+           "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes"]

@@ -27,8 +27,11 @@ Python callbacks (``py_func``) pass no gradient: their outputs are constants to 
 
 Dynamic dims: a gradient that a rule built with a dim of 1 where its input's dim is only known
 at run time (``sum`` broadcasts back to its input's static shape) is broadcast to that input's
-run-time shape. Rules that slice or allocate by their inputs' sizes (``concat``, the backward of
-``getitem`` and ``gather``) still need those sizes known when the program is built. Gradients
+run-time shape. An unsaved input with such dims reaches its rule as a ``TensorMeta`` whose
+``value()`` resolves the input, so rules that slice or allocate by sizes read them at run time:
+``concat`` (one unknown size comes from the gradient itself, more from the inputs), ``getitem``
+(scatters into zeros of its input's run-time shape). ``gather``'s backward still needs its
+input's shape known when the program is built. Gradients
 through the backward of a while loop (double backward through ``while_loop``) are not supported.
 """
 from __future__ import annotations
@@ -43,6 +46,10 @@ from .control_flow import build_in, new_sub_block, outer_reads, to_variable
 from .ir import Operator, Program, Variable
 
 __all__ = ["gradients"]
+
+# ops whose rules give each input a gradient of exactly its run-time shape, never a broadcast
+# one (cat's pieces of its gradient, getitem's scatter into zeros of its input's shape)
+_EXACT_GRADIENT_OPS = frozenset({"concat", "getitem"})
 
 
 def gradients(targets, inputs, target_gradients=None) -> list:
@@ -139,18 +146,24 @@ def _fill_like(program, like, value):
     return out if out.dtype is like.dtype else apply(E.cast, out, dtype=like.dtype)
 
 
-def _fit(g, var, resolve):
+def _fit(g, var, resolve, exact: bool = False):
     """``g`` brought to ``var``'s shape and dtype: summed over broadcast dims by the one generic
     ``reduce_grad``, and broadcast up where ``var`` has a dim only known at run time that ``g``
     has as 1 or lacks (rules that rebuild an input's shape from its static shape, as ``sum``'s
     does, keep such a dim at 1); ``resolve(var.name)`` gives ``var``'s value, read only then.
-    A dim unknown in ``var`` and larger in ``g`` is taken as not broadcast."""
+    A dim unknown in ``var`` and larger in ``g`` is taken as not broadcast.
+
+    ``exact``: ``g`` is known to have ``var``'s run-time shape (a sum of gradients fitted
+    before, or the gradient of a rule that never broadcasts), so nothing needs ``var``'s value:
+    a loop then pushes no copy of it for its backward."""
     shape = var.shape
     if len(g.shape) == len(shape) and all(
             a == b or b == -1 or (a == -1 and b != 1) for a, b in zip(g.shape, shape)):
         shape = g.shape
     if tuple(g.shape) != tuple(shape) or g.dtype is not var.dtype:
         g = reduce_grad(g, shape, var.dtype)
+    if exact:
+        return g
     lead = len(var.shape) - len(g.shape)
     if lead > 0 or any(b == -1 and a == 1 for a, b in zip(g.shape, var.shape[lead:])):
         g = apply(E.where, apply(E.isnan, resolve(var.name)), g, g)
@@ -230,7 +243,10 @@ class _Backward:
                 args.append(resolve(name))
             else:
                 var = block.var(name)
-                args.append(TensorMeta(var.shape, var.dtype))
+                # a dim known only at run time: the rule may read the value's run-time shape
+                # (resolved only if it does, so nothing is kept alive otherwise)
+                resolve_value = (lambda n=name: resolve(n)) if -1 in var.shape else None
+                args.append(TensorMeta(var.shape, var.dtype, resolve_value))
         out = resolve(op.outputs[0]) if opdef.save_output else None
         g = grads[op.outputs[0]]
         for i in wanted:
@@ -241,7 +257,8 @@ class _Backward:
                 gi = None if rule is None else rule(g, out, *args, **op.attrs)
             if gi is not None:
                 name = op.inputs[i]
-                _accumulate(grads, name, _fit(gi, block.var(name), resolve))
+                _accumulate(grads, name, _fit(gi, block.var(name), resolve,
+                                              op.type in _EXACT_GRADIENT_OPS))
 
     # ---- cond ------------------------------------------------------------------------------------
     def _cond(self, op, block, grads, resolve, reachable) -> None:
@@ -274,7 +291,7 @@ class _Backward:
         for backward, branch_grads in branches:
             with build_in(program, backward):
                 results.append(tuple(
-                    _fit(branch_grads[c], block.var(c), resolve).name if c in branch_grads
+                    _fit(branch_grads[c], block.var(c), resolve, True).name if c in branch_grads
                     else _fill_like(program, resolve(c), 0.0).name for c in needed))
         outs = [outer.create_var(block.var(c).shape, block.var(c).dtype) for c in needed]
         reads = outer_reads([(b, names) for (b, _), names in zip(branches, results)])
@@ -366,14 +383,14 @@ class _Backward:
                 arg = attrs["body_args"][k]
                 g = body_grads.get(arg)
                 if g is not None:
-                    results.append(_fit(g, body.vars[arg], resolve_body))
+                    results.append(_fit(g, body.vars[arg], resolve_body, True))
                 else:  # this variable did not reach the outputs in this iteration
                     like = state if -1 not in state.shape else resolve_body(arg)
                     results.append(_fill_like(program, like, 0.0))
             for c, state in zip(captured, states[len(carried):]):
                 g = body_grads.get(c)
                 results.append(state if g is None else
-                               state + _fit(g, block.var(c), resolve))
+                               state + _fit(g, block.var(c), resolve, True))
 
         used = _referenced(backward) | {r.name for r in results}
         for name, var in list(restored.items()):
@@ -400,7 +417,7 @@ class _Backward:
             blocks=(backward,)))
         for k, g in zip(carried, outs):
             if init[k] in reachable:
-                _accumulate(grads, init[k], _fit(g, block.var(init[k]), resolve))
+                _accumulate(grads, init[k], _fit(g, block.var(init[k]), resolve, True))
         for c, g in zip(captured, outs[len(carried):]):
             _accumulate(grads, c, g)
 

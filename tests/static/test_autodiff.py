@@ -429,3 +429,79 @@ def test_double_backward_through_while_is_refused_clearly():
         (g,) = hf.static.gradients([y.sum()], [x])
         with pytest.raises(ValueError, match="double backward through while_loop"):
             hf.static.gradients([g.sum()], [x])
+
+
+# ---- dims known only at run time ------------------------------------------------------------------
+def tensor_array_model(x, w, n):
+    """The converter's tensor array: grown by cat in a loop, read back by index."""
+    def body(i, arr):
+        return i + 1, hf.cat([arr, (x[i] * w).tanh().unsqueeze(0)])
+    _, arr = S.nn.while_loop(lambda i, a: i < n, body, [hf.tensor(0), x[:0]])
+    return (arr * arr[-1]).sum() + arr[1:].sum() * 0.5
+
+
+def test_tensor_array_grown_by_cat_in_a_loop_has_eager_gradients():
+    w = hf.tensor([0.5, -1.0, 2.0], dtype=hf.float64, requires_grad=True)
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [None, 3], "float64")
+        n = S.data("n", [], "int64")
+        loss = tensor_array_model(x, w, n)
+        grads = S.gradients(loss, [w, x])
+    loop = next(op for op in prog.global_block().ops if op.type == "while")
+    body = loop.blocks[1]
+    # the growing array's backward takes its sizes from its gradient: no copy per iteration
+    assert all(-1 not in body.var(name).shape for name in loop.attrs["saved"])
+    rng = np.random.default_rng(0)
+    for rows, steps in ((4, 3), (6, 2)):
+        feed = {"x": rng.standard_normal((rows, 3)), "n": np.array(steps)}
+        xe = hf.tensor(feed["x"], requires_grad=True)
+        ref = eager_grads(tensor_array_model(xe, w, steps), [w, xe])
+        for got, want in zip(run(prog, feed, grads), ref):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    check_finite_differences(prog, loss, {"x": rng.standard_normal((3, 3)), "n": np.array(3)},
+                             grads[1:], ["x"])
+
+
+def dynamic_cat_stack_index(x, y, idx, mask):
+    a = hf.cat([x, y * 2.0, x], dim=0)            # several sizes unknown along the axis
+    b = hf.stack([x, y.exp()], dim=1)             # unknown batch dim elsewhere
+    c = hf.cat([x, y], dim=1)
+    return (a.sin().sum() + (b * b).sum() + c[idx].sum() * 3.0 + c[mask].cos().sum()
+            + x[1:].tanh().sum())
+
+
+def test_cat_stack_and_getitem_gradients_with_unknown_dims_match_eager():
+    prog = S.Program()
+    with S.program_guard(prog):
+        x, y = S.data("x", [None, 3], "float64"), S.data("y", [None, 3], "float64")
+        idx, mask = S.data("idx", [None], "int64"), S.data("mask", [None, 6], "bool")
+        loss = dynamic_cat_stack_index(x, y, idx, mask)
+        grads = S.gradients(loss, [x, y])
+    rng = np.random.default_rng(1)
+    rows = 4
+    feed = {"x": rng.standard_normal((rows, 3)), "y": rng.standard_normal((rows, 3)),
+            "idx": np.array([0, 2, 2]), "mask": rng.random((rows, 6)) > 0.5}
+    xe, ye = (hf.tensor(feed[k], requires_grad=True) for k in "xy")
+    ref = eager_grads(dynamic_cat_stack_index(xe, ye, hf.tensor(feed["idx"]),
+                                              hf.tensor(feed["mask"])), [xe, ye])
+    for got, want in zip(run(prog, feed, grads), ref):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    check_finite_differences(prog, loss, feed, grads, ["x", "y"])
+
+
+def test_dropout_with_a_dynamic_batch_dim_has_eager_gradients():
+    w = hf.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [None, 3])
+        loss = (F.dropout(x * w, 0.3) ** 2).sum()
+        gw, gx = S.gradients(loss, [w, x])
+    xv = hf.randn(5, 3)
+    hf.manual_seed(3)
+    got = run(prog, {"x": xv}, [gw, gx])
+    hf.manual_seed(3)
+    xe = xv.clone().requires_grad_(True)
+    ref = eager_grads((F.dropout(xe * w, 0.3) ** 2).sum(), [w, xe])
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-6)

@@ -92,13 +92,37 @@ def test_mean_and_var_over_dynamic_dims_use_run_time_sizes():
             np.testing.assert_allclose(g.numpy(), w, rtol=1e-5)
 
 
-def test_gradients_needing_unknown_sizes_are_refused_clearly():
+def test_gradients_needing_unknown_sizes_read_them_or_are_refused_clearly():
+    from hybridfw.ops.indexing import _getitem_grad
+    from hybridfw.ops.registry import TensorMeta
+    from hybridfw.ops.shape_ops import _concat_grad
     prog = hf.static.Program()
     with hf.static.program_guard(prog):
         x = hf.static.data("x", [None, 3])
-        with pytest.raises(ValueError, match="cat: the gradient"):
-            from hybridfw.ops.shape_ops import _concat_grad
-            _concat_grad(x, None, x, x, dim=0, input_index=1)
-        with pytest.raises(ValueError, match="getitem: the gradient needs the input shape"):
-            from hybridfw.ops.indexing import _getitem_grad
-            _getitem_grad(x, None, x, spec=(("int", 0),))
+        assert _concat_grad(x, None, x, x, dim=0, input_index=1).shape == (-1, 3)
+        assert _getitem_grad(x[0], None, x, spec=(("int", 0),)).shape == (-1, 3)
+        unknown = TensorMeta((-1, 3), x.dtype)  # no value to read the run-time shape from
+        with pytest.raises(ValueError, match=r"run-time shape of an input known only as "
+                                             r"\(-1, 3\)"):
+            _concat_grad(x, None, unknown, unknown, dim=0, input_index=1)
+
+
+def test_random_draws_and_fills_take_a_dynamic_batch_dim_at_run_time():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 8])
+        dropped = nn.functional.dropout(x, 0.5)
+        noise = hf.randn_like(x) + hf.zeros_like(x) + hf.ones_like(x)
+    assert dropped.shape == noise.shape == (-1, 8)
+    exe = hf.static.Executor()
+    for batch in (3, 5):
+        xv = hf.randn(batch, 8)
+        hf.manual_seed(7)
+        got_dropped, got_noise = exe.run(prog, feed={"x": xv}, fetch_list=[dropped, noise],
+                                         return_numpy=True)
+        hf.manual_seed(7)
+        ref_dropped = nn.functional.dropout(xv, 0.5)
+        ref_noise = hf.randn_like(xv) + 1.0
+        assert got_noise.shape == (batch, 8)
+        np.testing.assert_array_equal(got_dropped, ref_dropped.numpy())
+        np.testing.assert_allclose(got_noise, ref_noise.numpy(), rtol=1e-6)

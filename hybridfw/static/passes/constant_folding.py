@@ -4,9 +4,9 @@ A *constant* is a Python number, a parameter that does not require grad (capture
 buffers: ``program.params[name]`` with ``requires_grad`` False) that no ``assign_param`` writes,
 or the result of an operator folded before. A pure registry op of the global block (no random
 draws, no side effects, not ``to_device``) whose tensor inputs are all constants is run through
-its registry kernel exactly
-as the executor would run it (same casts to the compute dtype, same result dtype), and its output
-becomes a constant parameter under the same name, so readers and fetch targets are unchanged.
+its registry kernel exactly as the executor would run it (same casts to the compute dtype, same
+result dtype), and its output becomes a constant parameter under the same name, so readers and
+fetch targets are unchanged.
 Folded values that only fed other folded operators are dropped. Results bigger than
 :data:`MAX_FOLDED_ELEMENTS` and bigger than every input (``full``, ``broadcast_to`` of a scalar)
 are left to run time, so folding never bloats the parameters. An operator whose kernel raises is
