@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
 import textwrap
 import types
 
@@ -25,6 +26,31 @@ from .transformers.base import JST, Context
 __all__ = ["convert_function", "ConvertedFunction", "converted_source"]
 
 _cache: dict = {}
+
+
+class _Unparser(astunparse.Unparser):
+    """astunparse, except that a subscript by a tuple holding slices (``h[..., :3]``) is
+    written without the parentheses that would make it invalid syntax."""
+
+    def _Subscript(self, t):
+        self.dispatch(t.value)
+        self.write("[")
+        if isinstance(t.slice, ast.Tuple) and t.slice.elts:
+            for i, elt in enumerate(t.slice.elts):
+                if i:
+                    self.write(", ")
+                self.dispatch(elt)
+            if len(t.slice.elts) == 1:
+                self.write(",")
+        else:
+            self.dispatch(t.slice)
+        self.write("]")
+
+
+def unparse(tree) -> str:
+    out = io.StringIO()
+    _Unparser(tree, file=out)
+    return out.getvalue()
 
 
 class ConvertedFunction:
@@ -95,11 +121,15 @@ def convert_function(fn) -> ConvertedFunction:
     ctx = Context(code.co_filename, fn.__qualname__)
     for _, transform, _ in PIPELINE:
         node = transform(node, ctx)
-    converted_source = astunparse.unparse(gast.gast_to_ast(node)).strip() + "\n"
+    converted_source = unparse(gast.gast_to_ast(node)).strip() + "\n"
     # a factory binds the free variables (the original's and ``_jst``) as cells
-    factory = replace("def factory(params):\n    fn_def\n    return fn_name",
-                      factory="_hf_factory", params=[JST, *code.co_freevars], fn_def=[node],
-                      fn_name=node.name)
+    # (the factory is never run: its code is only a container; declaring the function's name
+    # global there keeps a recursive call reading the global, as in the original)
+    template = "def factory(params):\n    fn_def\n    return fn_name"
+    if node.name not in code.co_freevars:
+        template = "def factory(params):\n    global fn_name\n    fn_def\n    return fn_name"
+    factory = replace(template, factory="_hf_factory", params=[JST, *code.co_freevars],
+                      fn_def=[node], fn_name=node.name)
     module = gast.Module(body=factory, type_ignores=[])
     for sub in gast.walk(module):
         if hasattr(sub, "_attributes") and "lineno" in sub._attributes and \
@@ -108,7 +138,7 @@ def convert_function(fn) -> ConvertedFunction:
             sub.end_lineno, sub.end_col_offset = first, 0
     source_tree = gast.gast_to_ast(module)
     ast.fix_missing_locations(source_tree)
-    text = astunparse.unparse(source_tree)
+    text = unparse(source_tree)
     emitted = ast.parse(text)
     if not _copy_locations(source_tree, emitted):
         emitted = source_tree

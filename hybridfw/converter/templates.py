@@ -101,6 +101,11 @@ class _Substitute(gast.NodeTransformer):
         node.args = new_args
         return node
 
+    def visit_Global(self, node):
+        node.names = [self.replacements.get(n, n) if isinstance(self.replacements.get(n, n), str)
+                      else n for n in node.names]
+        return node
+
     def visit_keyword(self, node):
         if node.arg in self.replacements and isinstance(self.replacements[node.arg], str):
             node.arg = self.replacements[node.arg]

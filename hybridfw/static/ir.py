@@ -6,7 +6,9 @@
   constants), held by the Program in ``params``.
 - An :class:`Operator` names a registry op (or a control-flow kind such as ``cond``/``while``),
   its inputs (variable *names*, or Python scalars), its outputs (variable names), its attributes
-  and, for control flow, its sub-blocks.
+  and, for control flow, its sub-blocks. Its ``origin`` (not an attribute: kernels never see it)
+  is the user's source line that built it, ``(filename, lineno, source_line)`` or None; errors
+  name it (see :func:`format_origin`).
 - A :class:`Block` is an ordered list of operators with the variables they define; block 0 is the
   global block, others are nested bodies whose ``parent`` is the enclosing block.
 
@@ -21,7 +23,10 @@ from ..backend import cpu
 from ..dtypes import DType, as_dtype
 from ..ops.methods import TensorMethods
 
-__all__ = ["Variable", "Operator", "Block", "Program"]
+__all__ = ["Variable", "Operator", "Block", "Program", "format_origin"]
+
+# set by hybridfw.static.builder.set_origin_provider: called for each new operator
+_origin_provider = None
 
 
 class Variable(TensorMethods):
@@ -69,6 +74,31 @@ class Variable(TensorMethods):
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def numpy(self) -> "Variable":
+        """In converted code (``hf.jit.to_static``): the value itself, a tensor of the program
+        (numpy functions applied to it run as Python-callback operators)."""
+        return self
+
+    def item(self) -> "Variable":
+        """In converted code: the one element, as a 0-d tensor of the program."""
+        numel = 1
+        for s in self.shape:
+            numel *= max(s, 1)
+        if numel != 1:
+            raise ValueError(f"item(): static Variable '{self.name}' has shape {self.shape}; "
+                             "only one-element tensors convert")
+        return self.reshape(())
+
+    def tolist(self):
+        """In converted code: nested Python lists of 0-d tensors of the program (the shape must
+        be known while building)."""
+        if -1 in self.shape:
+            raise TypeError(f"tolist(): static Variable '{self.name}' has shape {self.shape}, "
+                            "with a dim only known when the program runs")
+        if not self.shape:
+            return self
+        return [self[i].tolist() for i in range(self.shape[0])]
+
     def __array__(self, *args, **kwargs):
         raise TypeError(f"static Variable '{self.name}' has no value while the program is being "
                         "built; run it with hf.static.Executor().run(...)")
@@ -77,14 +107,15 @@ class Variable(TensorMethods):
 class Operator:
     """One operator: ``outputs = type(inputs, **attrs)`` (plus sub-blocks for control flow)."""
 
-    __slots__ = ("type", "inputs", "outputs", "attrs", "blocks")
+    __slots__ = ("type", "inputs", "outputs", "attrs", "blocks", "origin")
 
-    def __init__(self, type_: str, inputs, outputs, attrs=None, blocks=()):
+    def __init__(self, type_: str, inputs, outputs, attrs=None, blocks=(), origin=None):
         self.type = type_
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.attrs = dict(attrs or {})
         self.blocks = tuple(blocks)
+        self.origin = origin
 
     def input_names(self):
         return [i for i in self.inputs if isinstance(i, str)]
@@ -128,6 +159,10 @@ class Block:
         return var
 
     def append_op(self, op: Operator) -> Operator:
+        """Append ``op``; a new operator gets its origin from the origin provider, if one is
+        set (:func:`hybridfw.static.builder.set_origin_provider`)."""
+        if op.origin is None and _origin_provider is not None:
+            op.origin = _origin_provider()
         self.ops.append(op)
         return op
 
@@ -210,3 +245,17 @@ class Program:
     def to_dot(self) -> str:
         from .printer import program_to_dot
         return program_to_dot(self)
+
+
+def format_origin(origin) -> str:
+    """Lines naming the user's source of an operator, as a traceback shows them (empty for
+    None)::
+
+        File "model.py", line 12
+          y = x.reshape(3, 4)
+    """
+    if origin is None:
+        return ""
+    filename, lineno, line = origin
+    text = f'\n  File "{filename}", line {lineno}'
+    return text + f"\n    {line.strip()}" if line else text

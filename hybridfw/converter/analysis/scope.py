@@ -2,7 +2,8 @@
 
 - :func:`assigned_names`: names a list of statements binds in the current function scope
   (assignments, augmented assignments, for targets, ``with ... as``, imports, nested ``def``
-  and ``class`` names, walrus targets), not descending into nested scopes.
+  and ``class`` names, walrus targets, and the base name of an item assignment ``y[i] = v``,
+  which updates the tensor ``y``), not descending into nested scopes.
 - :func:`read_names`: names loaded, including inside nested functions and lambdas (their free
   variables are read from this scope when they run).
 - :func:`definitely_bound`: the names certainly bound before a statement runs, for a simple
@@ -26,6 +27,16 @@ class _Assigned(gast.NodeVisitor):
     def visit_Name(self, node):
         if isinstance(node.ctx, (gast.Store, gast.Del)):
             self.names.setdefault(node.id)
+
+    def visit_Subscript(self, node):
+        # ``y[i] = v`` updates the tensor ``y`` (a static program rebinds it to a new value)
+        if isinstance(node.ctx, gast.Store):
+            base = node.value
+            while isinstance(base, gast.Subscript):
+                base = base.value
+            if isinstance(base, gast.Name):
+                self.names.setdefault(base.id)
+        self.generic_visit(node)
 
     def visit_FunctionDef(self, node):
         self.names.setdefault(node.name)

@@ -145,6 +145,8 @@ def numpy_callback(fn, args, kwargs):
     keys = [k for k, v in kwargs.items() if is_static(v)]
     inputs = [args[i] for i in slots] + [kwargs[k] for k in keys]
 
+    returns_tuple = []
+
     def run(*arrays):
         full = list(args)
         for i, arr in zip(slots, arrays):
@@ -153,6 +155,7 @@ def numpy_callback(fn, args, kwargs):
         for k, arr in zip(keys, arrays[len(slots):]):
             kw[k] = arr
         out = fn(*full, **kw)
+        returns_tuple[:] = [isinstance(out, tuple)]
         return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else \
             (np.asarray(out),)
 
@@ -170,13 +173,15 @@ def numpy_callback(fn, args, kwargs):
               if x.ndim == y.ndim else x.shape, x.dtype) for x, y in zip(first, second)]
     run.__qualname__ = f"numpy.{getattr(fn, '__name__', 'function')}"
     outs = py_func(run, inputs, specs)
-    return outs[0] if len(outs) == 1 and not isinstance(first, tuple) else tuple(outs)
+    return tuple(outs) if returns_tuple[0] else outs[0]
 
 
 # ---- builtins -------------------------------------------------------------------------------
 def convert_print(*args, **kwargs):
-    """print: when an argument is a static tensor, the program prints on every run."""
-    if not any(is_static(a) for a in args):
+    """print: while a program is being built, the program prints, on every run, with the
+    values of that run (Python values are those of the call that traced it)."""
+    from ...static.control_flow import active_program
+    if active_program() is None and not any(is_static(a) for a in args):
         return print(*args, **kwargs)
     from ...dygraph.tensor import wrap_array
     from ...static import py_func
@@ -319,6 +324,13 @@ def _sum(values, start=0):
     return sum(values, start)
 
 
+def _tensor(data, *args, dtype=None, **kwargs):
+    import hybridfw as hf
+    if is_static(data):
+        return data if dtype is None else data.astype(dtype)
+    return hf.tensor(data, *args, dtype=dtype, **kwargs)
+
+
 def _list(values=()):
     return values if is_tensor_array(values) else list(values)
 
@@ -326,7 +338,8 @@ def _list(values=()):
 @functools.lru_cache(maxsize=1)
 def _array_aware():
     import hybridfw as hf
-    table = {hf.stack: _stack, hf.cat: _cat, builtins.sum: _sum, builtins.list: _list}
+    table = {hf.stack: _stack, hf.cat: _cat, builtins.sum: _sum, builtins.list: _list,
+             hf.tensor: _tensor, hf.from_numpy: _tensor}
     if hasattr(hf, "concat"):
         table[hf.concat] = _cat
     return {id(k): (k, v) for k, v in table.items()}

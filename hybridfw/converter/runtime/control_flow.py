@@ -81,7 +81,16 @@ def _static_ifelse(pred, true_fn, false_fn, values, names):
 
 
 def _copy_lists(values):
-    return [list(v) if v.__class__ is list else v for v in values]
+    """What one branch gets: copies of lists (it may append) and fresh objects for Variables
+    (an in-place op rebinds the Python object it is applied to)."""
+    return [list(v) if v.__class__ is list else
+            Variable(v.block, v.name, v.shape, v.dtype, v.persistable)
+            if v.__class__ is Variable else v for v in values]
+
+
+def _fresh_variables(values):
+    return [Variable(v.block, v.name, v.shape, v.dtype, v.persistable)
+            if v.__class__ is Variable else v for v in values]
 
 
 def _same_list(before, after):
@@ -102,7 +111,19 @@ def _describe(value) -> str:
 
 def _zeros_for(program, like):
     """A stand-in value for a branch that does not assign a variable the other one does (its
-    value is never read on that path, e.g. the return value of a branch that did not return)."""
+    value is never read on that path, e.g. the return value of a branch that did not return):
+    zeros of the same structure, shapes and dtypes."""
+    if isinstance(like, (tuple, list)):
+        items = [_zeros_for(program, v) for v in like]
+        return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
+    if isinstance(like, dict):
+        return {k: _zeros_for(program, v) for k, v in like.items()}
+    if is_tensor_array(like):
+        return TensorArray([_zeros_for(program, b) for b in like.buffers], like.structure)
+    if isinstance(like, _NUMBERS):
+        return type(like)(0)
+    if not _tensorish(like):
+        return like
     var = to_variable(program, like)
     shape = tuple(1 if s == -1 else s for s in var.shape)
     return program.constant(np.zeros(shape, dtype=var.dtype.np))
@@ -119,14 +140,16 @@ class _Merge:
     def value(self, a, b, name, before=None):
         if a is b:
             return a  # unchanged by both branches (or the same object)
+        if a.__class__ is Variable and b.__class__ is Variable and a.name == b.name:
+            return before if before.__class__ is Variable and before.name == a.name else a
         if before.__class__ is list and (a.__class__ is list or is_tensor_array(a)) and \
                 (b.__class__ is list or is_tensor_array(b)):
             a, b = self._arrays(a, b, name)
         if is_undefined(a) and is_undefined(b):
             return a
-        if is_undefined(a) and _tensorish(b):
+        if is_undefined(a) and not is_undefined(b):
             a = _zeros_for(self.program, b)
-        elif is_undefined(b) and _tensorish(a):
+        elif is_undefined(b) and not is_undefined(a):
             b = _zeros_for(self.program, a)
         if _tensorish(a) and _tensorish(b) and not (isinstance(a, _NUMBERS) and
                                                     isinstance(b, _NUMBERS) and a == b
@@ -152,20 +175,20 @@ class _Merge:
     def _arrays(self, a, b, name):
         """Two versions of a list the branches changed, as tensor arrays (built in their
         branches)."""
-        def example_of(x):
-            if is_tensor_array(x):
-                return x[-1] if x.buffers[0].shape[0] != 0 else None
-            return x[-1] if x else None
-        example = example_of(a) if example_of(a) is not None else example_of(b)
-        if example is None:
-            return a, b
+        template = a if is_tensor_array(a) else b if is_tensor_array(b) else None
+        example = None
+        if template is None:
+            example = a[-1] if a else b[-1] if b else None
+            if example is None:
+                return a, b
         arrays = []
         for value, block in zip((a, b), self.blocks):
             if is_tensor_array(value):
                 arrays.append(value)
                 continue
             with build_in(self.program, block):
-                arrays.append(TensorArray.from_items(value, example))
+                arrays.append(TensorArray.from_list_like(value, template) if template
+                              is not None else TensorArray.from_items(value, example))
         return arrays[0], arrays[1]
 
     def _leaf(self, a, b, name):
@@ -248,8 +271,8 @@ def _static_loop(cond_fn, body_fn, values, names):
         it = iter(leaves)
         out = []
         for carry in carries:
-            if carry.kind == "tensor":
-                out.append(next(it))
+            if carry.kind == "tree":
+                out.append(_tree_build(carry.structure, it))
             elif carry.kind == "array":
                 out.append(TensorArray([next(it) for _ in range(carry.count)],
                                        carry.structure))
@@ -260,8 +283,14 @@ def _static_loop(cond_fn, body_fn, values, names):
     def pack(new_values):
         leaves = []
         for carry, value, name in zip(carries, new_values, names):
-            if carry.kind == "tensor":
-                leaves.append(value)
+            if carry.kind == "tree":
+                got: list = []
+                if is_undefined(value) or _tree_leaves(value, got) != carry.structure:
+                    raise located(f"loop on a tensor condition: variable {name!r} is "
+                                  f"{_describe(value)} after an iteration, but the loop "
+                                  f"carries it as {_describe(_tree_build(carry.structure, iter(['tensor'] * carry.count)))}",  # noqa: E501
+                                  ConversionError)
+                leaves.extend(got)
             elif carry.kind == "array":
                 if not is_tensor_array(value):
                     raise located(f"loop on a tensor condition: list {name!r} is replaced by "
@@ -274,12 +303,13 @@ def _static_loop(cond_fn, body_fn, values, names):
                               f"numbers and lists of tensors", ConversionError)
         return leaves
 
+    # (fresh Variable objects: an in-place op would rebind the loop's own block arguments)
     def loop_cond(*leaves):
-        flag = cond_fn(*unpack(leaves))
+        flag = cond_fn(*_fresh_variables(unpack(leaves)))
         return to_predicate(flag, "loop condition") if is_static(flag) else bool(flag)
 
     def loop_body(*leaves):
-        return pack(body_fn(*unpack(leaves)))
+        return pack(body_fn(*_fresh_variables(unpack(leaves))))
 
     if not init:
         raise located("loop on a tensor condition carries no tensor: its condition can never "
@@ -288,40 +318,66 @@ def _static_loop(cond_fn, body_fn, values, names):
     return tuple(unpack(finals))
 
 
+def _tree_leaves(value, leaves: list):
+    """The structure of nested tuples/lists/dicts of tensors and numbers, or None when
+    something else is inside."""
+    if isinstance(value, (tuple, list)):
+        parts = [_tree_leaves(v, leaves) for v in value]
+        return None if any(p is None for p in parts) else ("seq", type(value), tuple(parts))
+    if isinstance(value, dict):
+        parts = [_tree_leaves(v, leaves) for v in value.values()]
+        return None if any(p is None for p in parts) else ("dict", tuple(value), tuple(parts))
+    if _tensorish(value) and not is_undefined(value):
+        leaves.append(value)
+        return ("leaf",)
+    return None
+
+
+def _tree_build(structure, it):
+    kind = structure[0]
+    if kind == "leaf":
+        return next(it)
+    if kind == "dict":
+        return {k: _tree_build(c, it) for k, c in zip(structure[1], structure[2])}
+    items = [_tree_build(c, it) for c in structure[2]]
+    return structure[1](*items) if hasattr(structure[1], "_fields") else structure[1](items)
+
+
 def _plan_carry(program, value, after, name):
     """The carry of one variable and its initial leaves, from its value before the loop and
     the value the probe body gave it."""
     if is_undefined(value):
-        if is_undefined(after) or not _tensorish(after):
+        if is_undefined(after) or _tree_leaves(after, []) is None:
             return _Carry("same", value=value), []
-        var = to_variable(program, after)
-        zeros = program.constant(np.zeros(tuple(1 if s == -1 else s for s in var.shape),
-                                          dtype=var.dtype.np))
-        return _Carry("tensor"), [zeros]
-    if _tensorish(value):
-        var = to_variable(program, value)
-        if _tensorish(after) and not is_undefined(after):
-            after_dtype = to_variable(program, after).dtype
-            if after_dtype is not var.dtype:
-                if isinstance(value, _NUMBERS):
-                    var = to_variable(program, value, after_dtype)
-                else:
-                    var = var.astype(result_type(var, to_variable(program, after)))
-        return _Carry("tensor"), [var]
+        value = _zeros_for(program, after)
     if isinstance(value, list) and (is_tensor_array(after) or (
             isinstance(after, list) and after is not value and len(after) != len(value))):
-        example = None
-        if not value:
-            grown = after.buffers if is_tensor_array(after) else None
-            example = after[-1] if isinstance(after, list) and after else None
-            if grown is not None:
-                raise located(f"loop on a tensor condition: list {name!r} is empty before the "
-                              "loop and only popped inside it", ConversionError)
-        array = TensorArray.from_items(value, example)
+        if not value and not is_tensor_array(after) and not after:
+            return _Carry("same", value=value), []
+        array = TensorArray.from_list_like(value, after) if is_tensor_array(after) else \
+            TensorArray.from_items(value, after[-1] if after else None)
         return _Carry("array", len(array.buffers), array.structure), array.buffers
     if is_tensor_array(value):
         return _Carry("array", len(value.buffers), value.structure), list(value.buffers)
-    return _Carry("same", value=value), []
+    before_leaves, after_leaves = [], []
+    structure = _tree_leaves(value, before_leaves)
+    if structure is None or (not isinstance(value, (list, tuple, dict)) and
+                             not _tensorish(value)):
+        return _Carry("same", value=value), []
+    if _tree_leaves(after, after_leaves) != structure:
+        after_leaves = [None] * len(before_leaves)
+    init = []
+    for leaf, later in zip(before_leaves, after_leaves):
+        var = to_variable(program, leaf)
+        if later is not None:
+            later_dtype = to_variable(program, later).dtype
+            if later_dtype is not var.dtype:
+                if isinstance(leaf, _NUMBERS):
+                    var = to_variable(program, leaf, later_dtype)
+                else:
+                    var = var.astype(result_type(var, to_variable(program, later)))
+        init.append(var)
+    return _Carry("tree", len(init), structure), init
 
 
 # ---- for ---------------------------------------------------------------------------------------

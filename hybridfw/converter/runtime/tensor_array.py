@@ -66,6 +66,16 @@ class TensorArray:
             buffers.append(hf.zeros((0, *shape), dtype=leaf.dtype))
         return cls(buffers, structure)
 
+    @classmethod
+    def from_list_like(cls, items, array: "TensorArray"):
+        """``items`` (a Python list) as a tensor array of ``array``'s item structure, shapes
+        and dtypes (built where the caller builds, without reading ``array``'s values)."""
+        import hybridfw as hf
+        if items:
+            return cls.from_items(items)
+        return cls([hf.zeros((0, *(1 if s == -1 else s for s in b.shape[1:])), dtype=b.dtype)
+                    for b in array.buffers], array.structure)
+
     def append(self, item) -> "TensorArray":
         import hybridfw as hf
         leaves: list = []
@@ -96,6 +106,16 @@ class TensorArray:
         if isinstance(index, slice):
             return TensorArray([b[index] for b in self.buffers], self.structure)
         return _build(self.structure, [b[index] for b in self.buffers])
+
+    def __iter__(self):
+        n = self.buffers[0].shape[0]
+        if n == -1:
+            raise TypeError("iterating in Python (a comprehension, or a loop in code that is not "
+                            "converted) over a list grown inside a loop decided by a tensor: its "
+                            "length is only known when the program runs; stack it with "
+                            "hf.stack(lst) (for a list of tuples: append each field to its own "
+                            "list) or loop over it with a converted for loop")
+        return (self[i] for i in range(n))
 
     def __len__(self):
         n = self.buffers[0].shape[0]

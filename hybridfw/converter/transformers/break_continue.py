@@ -28,7 +28,7 @@ from .base import FUNCTIONS, LOOPS, Context, copy_location
 
 def _jumps(nodes, kind) -> bool:
     """Whether ``nodes`` hold a ``kind`` (Break/Continue) of the loop they are in."""
-    stack = list(nodes)
+    stack = [n for n in nodes if not isinstance(n, FUNCTIONS)]
     while stack:
         node = stack.pop()
         if isinstance(node, kind):

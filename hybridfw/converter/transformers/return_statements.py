@@ -28,7 +28,7 @@ from .base import FUNCTIONS, LOOPS, Context, copy_location
 
 
 def _contains_return(nodes) -> bool:
-    stack = list(nodes)
+    stack = [n for n in nodes if not isinstance(n, FUNCTIONS)]
     while stack:
         node = stack.pop()
         if isinstance(node, gast.Return):

@@ -14,7 +14,7 @@ from .base import FUNCTIONS, Context
 
 def _own_nodes(function):
     """Nodes of ``function``'s own scope (not of nested functions)."""
-    stack = list(function.body)
+    stack = [n for n in function.body if not isinstance(n, FUNCTIONS)]
     while stack:
         node = stack.pop()
         yield node
