@@ -14,7 +14,8 @@ Example::
 from . import assign, fused  # noqa: F401 - register the assign_param and fused_elementwise ops
 from . import nn
 from .autodiff import gradients
-from .builder import StaticInterpreter, current_program, data, default_main_program, program_guard
+from .builder import (StaticInterpreter, current_program, data, default_main_program,
+                      program_guard, set_origin_provider)
 from .executor import Executor
 from .ir import Block, Operator, Program, Variable
 from .memory_plan import plan_arena
@@ -27,4 +28,4 @@ from .verifier import verify
 __all__ = ["Program", "Block", "Operator", "Variable", "program_guard", "data", "Executor",
            "StaticInterpreter", "default_main_program", "current_program", "nn", "gradients",
            "save_program", "load_program", "program_to_dict", "program_from_dict", "optimize",
-           "verify", "plan_arena", "split_forward_backward", "py_func"]
+           "verify", "plan_arena", "split_forward_backward", "py_func", "set_origin_provider"]

@@ -17,10 +17,11 @@ import contextlib
 
 from ..dtypes import as_dtype
 from ..ops.registry import TensorLike, get_op, use_interpreter
+from . import ir
 from .ir import Operator, Program, Variable
 
 __all__ = ["StaticInterpreter", "program_guard", "data", "default_main_program",
-           "current_program"]
+           "current_program", "set_origin_provider"]
 
 _SCALARS = (int, float, bool)
 
@@ -103,6 +104,31 @@ class StaticInterpreter:
             block.append_op(Operator("assign_param", [param, out.name], []))
         program._updated[id(target)] = out.name
         return target
+
+
+def set_origin_provider(provider) -> None:
+    """Set (or, with None, clear) the function that gives each new operator its origin.
+
+    ``provider()`` is called once per operator appended to a program and returns
+    ``(filename, lineno, source_line)`` (the user's line that built it) or None.
+    ``hf.jit.to_static`` sets one that walks the Python stack to the user's code; errors raised
+    while the program runs (and shape errors for the fed shapes) then name that line.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.static.set_origin_provider(lambda: ("model.py", 3, "y = x * 2"))
+        >>> prog = hf.static.Program()
+        >>> with hf.static.program_guard(prog):
+        ...     y = hf.static.data("x", [2]) * 2
+        >>> hf.static.set_origin_provider(None)
+        >>> prog.global_block().ops[0].origin
+        ('model.py', 3, 'y = x * 2')
+    """
+    if provider is not None and not callable(provider):
+        raise TypeError(f"set_origin_provider: expected a callable or None, got "
+                        f"{type(provider).__name__}")
+    ir._origin_provider = provider
 
 
 _guard_stack: list = []

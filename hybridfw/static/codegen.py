@@ -15,6 +15,11 @@ The source stays readable for debugging (``Executor().compile(...).source``)::
 Names starting with ``_`` are constants bound in the function's namespace: kernels (``_sum``),
 ufuncs called directly (``_multiply``), arena views (``_buf_t1``), dtypes and Python scalars
 pre-converted to 0-d arrays (``_c0``).
+
+Each line may say which operator it runs; the namespace (the generated function's globals)
+keeps that table under :data:`LINE_OPERATORS`, so an error can be traced from a traceback's
+frame and line number to its operator after the fact (:func:`operator_at`), at no cost while
+nothing fails.
 """
 from __future__ import annotations
 
@@ -28,7 +33,10 @@ import numpy as np
 from ..dtypes import DType
 from ..ops import elementwise
 
-__all__ = ["FunctionSource", "OpCall", "runtime_helpers"]
+__all__ = ["FunctionSource", "OpCall", "runtime_helpers", "LINE_OPERATORS", "operator_at"]
+
+# namespace key of a generated function's line -> operator table (a list indexed by line number)
+LINE_OPERATORS = "__hybridfw_line_operators__"
 
 # Kernels made by the elementwise ufunc factory only forward to ``xp.<ufunc>``: calling the
 # ufunc itself saves a Python frame per operator (about 0.2 us, half of a tiny add).
@@ -68,6 +76,7 @@ class FunctionSource:
         self.xp = xp
         self.params: list = []
         self.lines: list = []
+        self.line_operators: list = []  # per line: what ``line(..., operator=)`` said, or None
         self.namespace: dict = {"_xp": xp}
         self._ids: dict = {}
         self._taken: set = set()
@@ -110,8 +119,16 @@ class FunctionSource:
         """The namespace name of a numpy dtype (``_float32``)."""
         return self.const(np.dtype(dtype), np.dtype(dtype).name)
 
-    def line(self, text: str) -> None:
+    def line(self, text: str, operator=None) -> None:
+        """Append a line; ``operator`` (any object describing the operator the line runs) is what
+        :func:`operator_at` gives for an error raised on it."""
         self.lines.append(text)
+        self.line_operators.append(operator)
+
+    def insert(self, index: int, text: str) -> None:
+        """Insert a line (belonging to no operator) before line ``index`` of the body."""
+        self.lines.insert(index, text)
+        self.line_operators.insert(index, None)
 
     def source(self, docstring: str = "") -> str:
         head = f"def {self.name}({', '.join(self.params)}):"
@@ -122,12 +139,26 @@ class FunctionSource:
     def build(self, docstring: str = ""):
         """Compile the source; returns ``(function, source)``."""
         source = self.source(docstring)
+        header = 2 if docstring else 1  # the def line (and the docstring) come before the body
+        self.namespace[LINE_OPERATORS] = [None] * (header + 1) + self.line_operators
         filename = f"<hybridfw {self.name} {next(_sources)}>"
         # tracebacks through generated code then show its lines
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         code = compile(source, filename, "exec")
         exec(code, self.namespace)  # noqa: S102 - our own generated source, no user text
         return self.namespace[self.name], source
+
+
+def operator_at(traceback):
+    """What the innermost generated line in ``traceback`` said it runs (see
+    :meth:`FunctionSource.line`), or None when no generated line with an operator is in it."""
+    found = None
+    while traceback is not None:
+        table = traceback.tb_frame.f_globals.get(LINE_OPERATORS)
+        if table is not None and traceback.tb_lineno < len(table):
+            found = table[traceback.tb_lineno] or found
+        traceback = traceback.tb_next
+    return found
 
 
 class OpCall:

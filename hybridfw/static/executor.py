@@ -17,6 +17,11 @@ returns ``step(env)``, where ``env`` is a list indexed by ``slots`` (name -> ind
 value the step reads and, after it ran, the values it wrote. Compilers compile their bodies with
 :func:`compile_block`. Values they produce live on the heap.
 
+Errors: an exception an operator raises while the program runs comes out of
+:meth:`Executor.run` with its own type and a message naming the operator and, when it has one,
+its origin (the user's line that built it). The operator is found from the traceback's line in
+the generated code, after the fact, so running costs nothing more.
+
 Debugging: ``Executor(debug_poison=True)`` (or the environment variable
 ``HYBRIDFW_POISON_ARENA=1``) fills each arena region with 0xFF bytes (NaN in every float dtype)
 before the run and as soon as its value is dead, so a read after free shows up as NaN.
@@ -31,8 +36,8 @@ import numpy as np
 from ..backend import device as as_device
 from ..dygraph.tensor import Tensor, wrap_array
 from ..ops.registry import TensorMeta, all_ops
-from .codegen import OUT_UPDATES_INPUT0, FunctionSource, OpCall, runtime_helpers
-from .ir import Block, Program, Variable
+from .codegen import OUT_UPDATES_INPUT0, FunctionSource, OpCall, operator_at, runtime_helpers
+from .ir import Block, Program, Variable, format_origin
 from .liveness import analyze_block
 from .loop_stack import LoopStack
 from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena
@@ -109,14 +114,15 @@ class _BlockEmitter:
     def emit(self) -> None:
         dying = self.live.dying() if self.memory is not None else None
         for i, op in enumerate(self.block.ops):
+            where = (self.block.idx, i, op)  # what an error on these lines is traced back to
             if self.op_infos[i] is None:
-                self._control_flow(i, op)
+                self._control_flow(i, op, where)
             else:
-                self._registry_op(op, self.op_infos[i])
+                self._registry_op(op, self.op_infos[i], where)
             if self.memory is not None:
                 self._after(i, dying[i])
 
-    def _registry_op(self, op, info) -> None:
+    def _registry_op(self, op, info, where) -> None:
         fs, memory = self.fs, self.memory
         opdef = self._registry[op.type]
         metas = [self.metas[i] if isinstance(i, str) else None for i in op.inputs]
@@ -128,16 +134,16 @@ class _BlockEmitter:
             in_place_update = op.type in OUT_UPDATES_INPUT0 and \
                 memory.buffer_of.get(op.inputs[0]) == memory.buffer_of[out]
             if call.accepts_out or in_place_update:
-                fs.line(f"{ident} = {call.expr(buf)}")
+                fs.line(f"{ident} = {call.expr(buf)}", where)
             else:
-                fs.line(f"_copyto({buf}, {call.expr()})")
-                fs.line(f"{ident} = {buf}")
+                fs.line(f"_copyto({buf}, {call.expr()})", where)
+                fs.line(f"{ident} = {buf}", where)
         elif opdef.view:
-            fs.line(f"{ident} = _as_array({call.expr()})")
+            fs.line(f"{ident} = _as_array({call.expr()})", where)
         else:
-            fs.line(f"{ident} = _fix({call.expr()}, {fs.dtype_const(info[1].np)})")
+            fs.line(f"{ident} = _fix({call.expr()}, {fs.dtype_const(info[1].np)})", where)
 
-    def _control_flow(self, i, op) -> None:
+    def _control_flow(self, i, op, where) -> None:
         compiler = OP_COMPILERS.get(op.type)
         if compiler is None:
             raise KeyError(f"executor: operator type {op.type!r} is neither a registry op nor "
@@ -147,10 +153,10 @@ class _BlockEmitter:
         self.uses_env = True
         step = fs.const(compiler(op, self.block, self.slots, fs.xp), f"{op.type}_step")
         for name in self.live.reads[i]:
-            fs.line(f"_env[{_slot(self.slots, name)}] = {fs.ident(name)}")
-        fs.line(f"{step}(_env)")
+            fs.line(f"_env[{_slot(self.slots, name)}] = {fs.ident(name)}", where)
+        fs.line(f"{step}(_env)", where)
         for name in self.live.writes[i]:
-            fs.line(f"{fs.ident(name)} = _own(_env[{_slot(self.slots, name)}])")
+            fs.line(f"{fs.ident(name)} = _own(_env[{_slot(self.slots, name)}])", where)
 
     def _after(self, i, dying) -> None:
         fs = self.fs
@@ -267,7 +273,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
                             memory, buffers, poison_after)
     emitter.emit()
     if emitter.uses_env:
-        fs.lines.insert(env_line, f"_env = [None] * {len(slots)}")
+        fs.insert(env_line, f"_env = [None] * {len(slots)}")
     results = [fs.ident(n) + (".copy()" if _fetch_needs_copy(memory, n) or n in fetch_names[:k]
                               else "")
                for k, n in enumerate(fetch_names)]
@@ -404,10 +410,40 @@ class Executor:
         """Run ``program`` on ``feed`` (input name -> Tensor or array) and return the values of
         ``fetch_list`` (Variables or names)."""
         compiled, arrays = self._lookup(program, feed, fetch_list)
-        results = compiled.function(*arrays)
+        try:
+            results = compiled.function(*arrays)
+        except Exception as exc:
+            # found after the fact, from the traceback: the success path pays nothing
+            located = operator_at(exc.__traceback__)
+            if located is None:
+                raise
+            raise _operator_error(exc, *located) from None
         if return_numpy:
             return [r if isinstance(r, np.ndarray) else _to_numpy(r) for r in results]
         return [wrap_array(r) for r in results]
+
+
+def describe_operator(block_idx: int, index: int, op) -> str:
+    """``t3 = reshape(x) (block 0, op 2)`` and the operator's origin, for error messages."""
+    args = ", ".join(i if isinstance(i, str) else repr(i) for i in op.inputs)
+    outs = f"{', '.join(op.outputs)} = " if op.outputs else ""
+    return f"{outs}{op.type}({args}) (block {block_idx}, op {index}){format_origin(op.origin)}"
+
+
+def _operator_error(exc: Exception, block_idx: int, index: int, op) -> Exception:
+    """``exc`` (of its own type, with its traceback) with a message naming the operator that
+    raised it and the user's line that built it."""
+    message = f"{exc}\n  while running operator {describe_operator(block_idx, index, op)}"
+    try:
+        error = type(exc)(message)
+        same = str(error) == message
+    except Exception:  # noqa: BLE001 - an exception type that takes other arguments
+        same = False
+    if not same:  # keep the exception itself and add the operator as a note
+        if hasattr(exc, "add_note"):  # Python 3.11+
+            exc.add_note(message.split("\n", 1)[1])
+        return exc
+    return error.with_traceback(exc.__traceback__)
 
 
 def _fetch_names(fetch_list) -> tuple:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.registry import TensorMeta, all_ops
-from .ir import Program
+from .ir import Program, format_origin
 from .liveness import Liveness, analyze_block
 
 __all__ = ["DEFAULT_ALIGNMENT", "MemoryPlan", "plan_arena", "resolve_shapes"]
@@ -97,7 +97,7 @@ def resolve_shapes(program: Program, feed_shapes: dict) -> tuple:
         except (ValueError, TypeError) as exc:
             shapes = {a: metas[a].shape for a in op.input_names()}
             raise type(exc)(f"operator #{i} ({', '.join(op.outputs)} = {op.type}) fails for "
-                            f"input shapes {shapes}: {exc}") from exc
+                            f"input shapes {shapes}: {exc}{format_origin(op.origin)}") from exc
         op_infos.append(info)
         metas[op.outputs[0]] = TensorMeta(tuple(info[0]), info[1])
     return metas, op_infos

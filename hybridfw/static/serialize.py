@@ -6,7 +6,8 @@ damaged files refused). It holds two things:
 
 - ``program``: the JSON-compatible description from :func:`program_to_dict`: format name and
   version, device, feeds, parameter names, and every block (parent index, variables with
-  name/shape/dtype/persistable, operators with type/inputs/outputs/attributes/sub-blocks);
+  name/shape/dtype/persistable, operators with type/inputs/outputs/attributes/sub-blocks and,
+  when known, their origin ``[filename, lineno, source_line]``);
 - ``arrays``: the value of every persistable the program holds (parameters, buffers, captured
   constants), one array per name, stored bit-exactly.
 
@@ -182,7 +183,7 @@ def _op_to_dict(op: Operator, where: str) -> dict:
     for key in op.attrs:
         if key.__class__ is not str:
             raise TypeError(f"save_program: {where} has a non-str attribute name {key!r}")
-    return {
+    node = {
         "type": op.type,
         "inputs": [_encode(v, f"input {i} of {where}") for i, v in enumerate(op.inputs)],
         "outputs": list(op.outputs),
@@ -190,6 +191,10 @@ def _op_to_dict(op: Operator, where: str) -> dict:
                   else _encode(v, f"attribute {k!r} of {where}") for k, v in op.attrs.items()},
         "blocks": [b.idx for b in op.blocks],
     }
+    if op.origin is not None:
+        filename, lineno, line = op.origin
+        node["origin"] = [str(filename), int(lineno), str(line or "")]
+    return node
 
 
 def _field(node, key: str, kind, where: str):
@@ -291,7 +296,13 @@ def _load_op(decoder: _Decoder, block: Block, node, where: str, known: set) -> O
     attrs = {k: decoder.value(v, f"attribute {k!r} of {where}")
              for k, v in _field(node, "attrs", dict, where).items()}
     sub_blocks = [decoder.block(b, f"{where}") for b in _field(node, "blocks", list, where)]
-    return Operator(op_type, inputs, outputs, attrs, sub_blocks)
+    origin = node.get("origin")
+    if origin is not None:
+        if not (isinstance(origin, list) and len(origin) == 3 and isinstance(origin[0], str)
+                and isinstance(origin[1], int) and isinstance(origin[2], str)):
+            raise decoder.bad(f"{where} has an invalid origin {origin!r}")
+        origin = tuple(origin)
+    return Operator(op_type, inputs, outputs, attrs, sub_blocks, origin)
 
 
 def _load_feeds(program: Program, feeds: list) -> None:

@@ -43,7 +43,7 @@ def clone_program(program: Program) -> Program:
             block.vars[name] = Variable(block, var.name, var.shape, var.dtype, var.persistable)
         block.ops = [Operator(op.type, op.inputs, op.outputs,
                               {k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
-                              [mapping[id(b)] for b in op.blocks]) for op in old.ops]
+                              [mapping[id(b)] for b in op.blocks], op.origin) for op in old.ops]
     new.params = dict(program.params)
     new.feeds = list(program.feeds)
     new._captured = dict(program._captured)

@@ -91,6 +91,6 @@ def _replace(block: Block, group: list) -> None:
     root = group[-1]
     out = block.var(root.outputs[0])
     fused = Operator("fused_elementwise", list(inputs), root.outputs,
-                     {"ops": tuple(ops), "dtype": out.dtype})
+                     {"ops": tuple(ops), "dtype": out.dtype}, origin=root.origin)
     block.ops[block.ops.index(root)] = fused
     erase_ops(block, group[:-1])
