@@ -1,9 +1,11 @@
 """Converting one Python function: source -> gast -> transformers -> source -> code.
 
 :func:`convert_function` parses the function's source (``inspect.getsource``), runs the
-transformers of :data:`~.transformers.PIPELINE` in order, emits the result with astunparse and
-compiles that text -- with every line mapped back to the user's original file and line, so
-tracebacks, ``linecache`` and our own errors show the user's code, not the generated code.
+transformers of :data:`~.transformers.PIPELINE` in order, emits the result with astunparse (the
+readable converted source, :func:`converted_source`) and compiles the same tree, every node of
+which carries the location of the user code it stands for (generated statements take the
+location of the statement they replace) under the user's file name: tracebacks, ``linecache``
+and our own errors show the user's file, line and source text, not generated code.
 The new function gets the original's globals, defaults and closure cells (and one more cell,
 ``_jst``, for the runtime helpers). Results are cached per code object.
 """
@@ -98,19 +100,6 @@ def _parse(fn):
     return node, first
 
 
-def _copy_locations(source_tree, target_tree) -> bool:
-    """Give ``target_tree`` (parsed from the emitted text) the user locations of
-    ``source_tree`` (the tree that text was emitted from); False if they do not match."""
-    pairs = list(zip(ast.walk(source_tree), ast.walk(target_tree)))
-    if any(type(a) is not type(b) for a, b in pairs):
-        return False
-    for a, b in pairs:
-        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-            if hasattr(b, attr) and getattr(a, attr, None) is not None:
-                setattr(b, attr, getattr(a, attr))
-    return True
-
-
 def convert_function(fn) -> ConvertedFunction:
     """Convert ``fn`` (cached per code object)."""
     code = fn.__code__
@@ -136,13 +125,9 @@ def convert_function(fn) -> ConvertedFunction:
                 getattr(sub, "lineno", None) is None:
             sub.lineno, sub.col_offset = first, 0
             sub.end_lineno, sub.end_col_offset = first, 0
-    source_tree = gast.gast_to_ast(module)
-    ast.fix_missing_locations(source_tree)
-    text = unparse(source_tree)
-    emitted = ast.parse(text)
-    if not _copy_locations(source_tree, emitted):
-        emitted = source_tree
-    module_code = compile(emitted, code.co_filename, "exec", dont_inherit=True)
+    tree = gast.gast_to_ast(module)
+    ast.fix_missing_locations(tree)
+    module_code = compile(tree, code.co_filename, "exec", dont_inherit=True)
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     fn_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType)
                    and c.co_name == node.name)

@@ -5,7 +5,7 @@ import sys
 
 from .calls import (convert_append, convert_assert, convert_call, convert_len, convert_pop,
                     convert_print, convert_with, not_to_static)
-from .control_flow import (convert_enumerate, convert_for, convert_ifelse, convert_range,
+from .control_flow import (try_block, convert_enumerate, convert_for, convert_ifelse, convert_range,
                            convert_while, convert_zip)
 from .logical import (convert_compare, convert_ifexp, convert_logical_and, convert_logical_not,
                       convert_logical_or)
@@ -17,7 +17,7 @@ __all__ = ["convert_call", "convert_ifelse", "convert_while", "convert_for", "co
            "convert_logical_not", "convert_compare", "convert_ifexp", "convert_print",
            "convert_assert", "convert_len", "convert_with", "convert_append", "convert_pop",
            "not_to_static", "Undefined", "UNDEFINED_RETURN", "return_value", "TensorArray",
-           "jst_module"]
+           "jst_module", "try_block"]
 
 
 def jst_module():

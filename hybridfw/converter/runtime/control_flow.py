@@ -18,7 +18,7 @@ from ..errors import ConversionError, located
 from .tensor_array import TensorArray, is_tensor_array
 from .undefined import Undefined, is_undefined
 
-__all__ = ["convert_ifelse", "convert_while", "convert_for", "convert_range",
+__all__ = ["try_block", "convert_ifelse", "convert_while", "convert_for", "convert_range",
            "convert_enumerate", "convert_zip", "to_predicate", "is_static", "TensorRange"]
 
 _NUMBERS = (int, float, bool, np.number, np.bool_)
@@ -32,8 +32,32 @@ def _tensorish(value) -> bool:
     return isinstance(value, (Variable, TensorLike)) or isinstance(value, _NUMBERS)
 
 
+class try_block:
+    """Marks the body of a ``try`` with ``except`` handlers in converted code."""
+
+    __hf_static_safe__ = True
+    depth = 0
+
+    def __enter__(self):
+        try_block.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        try_block.depth -= 1
+        return False
+
+
 def to_predicate(value, what: str = "condition") -> Variable:
-    """A static value as a bool Variable with one element (PyTorch's truth value rules)."""
+    """A static value as a bool Variable with one element (PyTorch's truth value rules); also
+    where control flow becomes static, so constructs that cannot surround it are refused."""
+    if try_block.depth:
+        from ..errors import UnsupportedConstructError, user_frame
+        frame = user_frame(1)
+        raise UnsupportedConstructError(
+            f"try/except around control flow decided by a tensor (the {what})",
+            frame.f_code.co_filename if frame else None, frame.f_lineno if frame else None,
+            hint="an exception the program raises when it runs could not reach the handler; "
+                 "move the try/except out of the converted function")
     numel = 1
     for s in value.shape:
         numel *= max(s, 1)
@@ -222,6 +246,7 @@ def convert_while(cond_fn, body_fn, values, names):
     while True:
         flag = cond_fn(*values)
         if is_static(flag):
+            to_predicate(flag, "loop condition")
             return _static_loop(cond_fn, body_fn, values, names)
         if not flag:
             return values

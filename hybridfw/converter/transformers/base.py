@@ -5,8 +5,8 @@ import itertools
 
 import gast
 
-__all__ = ["Context", "JST", "is_generated", "runtime_call", "copy_location", "set_location",
-           "FUNCTIONS", "LOOPS"]
+__all__ = ["Context", "JST", "is_generated", "runtime_call", "copy_location", "FUNCTIONS",
+           "LOOPS"]
 
 JST = "_jst"  # the name the converted code reaches the runtime helpers by
 _PREFIX = "_hf_"
@@ -37,27 +37,24 @@ def runtime_call(node) -> bool:
         isinstance(node.func.value, gast.Name) and node.func.value.id == JST
 
 
-_LOC = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+def _first_line_of(old):
+    """``old``'s location cut to its first line: generated code stands for the line a
+    statement starts on (CPython places a multi-line method call on its last line)."""
+    lineno = getattr(old, "lineno", None)
+    col = getattr(old, "col_offset", None)
+    end_col = getattr(old, "end_col_offset", None)
+    if getattr(old, "end_lineno", None) != lineno or end_col is None:
+        end_col = col
+    return lineno, col, lineno, end_col
 
 
 def copy_location(new, old):
     """Give ``new`` (a node or list of nodes) and every node inside it lacking a location
-    the location of ``old``."""
+    the location of ``old``'s first line."""
+    location = _first_line_of(old)
     for root in new if isinstance(new, list) else [new]:
         for node in gast.walk(root):
             if hasattr(node, "_attributes") and "lineno" in node._attributes and \
                     getattr(node, "lineno", None) is None:
-                for attr in _LOC:
-                    setattr(node, attr, getattr(old, attr, None))
-    return new
-
-
-def set_location(new, old):
-    """Give ``new`` (a node or list of nodes), and every node inside it, the location of
-    ``old`` -- for generated code standing for a user statement."""
-    for root in new if isinstance(new, list) else [new]:
-        for node in gast.walk(root):
-            if hasattr(node, "_attributes") and "lineno" in node._attributes:
-                for attr in _LOC:
-                    setattr(node, attr, getattr(old, attr, None))
+                node.lineno, node.col_offset, node.end_lineno, node.end_col_offset = location
     return new

@@ -1,15 +1,19 @@
-"""Refuse, at conversion time, constructs that cannot become a static program: generators.
+"""Refuse, at conversion time, constructs that cannot become a static program: generators and
+async code.
 
-Constructs that are only unsupported when a tensor decides them (``try``/``except`` around
-tensor-dependent control flow, recursion on tensor conditions, ``with`` on unknown context
-managers) are checked by the runtime helpers, which know the values.
+Constructs that are only unsupported when a tensor decides them are checked by the runtime
+helpers, which know the values: recursion on tensor conditions, ``with`` on unknown context
+managers, and ``try``/``except`` around control flow a tensor decides -- for that, this pass
+wraps the body of each ``try`` that has handlers in ``with _jst.try_block():``, so the helpers
+know they are inside one (a handler could never see an error the program raises at run time).
 """
 from __future__ import annotations
 
 import gast
 
 from ..errors import UnsupportedConstructError
-from .base import FUNCTIONS, Context
+from ..templates import replace
+from .base import FUNCTIONS, Context, copy_location
 
 
 def _own_nodes(function):
@@ -33,4 +37,13 @@ def transform(node: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
                                             ctx.filename, getattr(sub, "lineno", None))
     if isinstance(node, gast.AsyncFunctionDef):
         raise UnsupportedConstructError("an async function", ctx.filename, node.lineno)
-    return node
+    return _TryBlocks().visit(node)
+
+
+class _TryBlocks(gast.NodeTransformer):
+    def visit_Try(self, node):
+        self.generic_visit(node)
+        if node.handlers:
+            node.body = copy_location(replace("with _jst.try_block():\n    body",
+                                              body=node.body), node)
+        return node
