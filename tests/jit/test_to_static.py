@@ -1,0 +1,217 @@
+"""hf.jit.to_static end to end: caching per signature, InputSpec dynamic dims, introspection,
+training through the static program (equal to eager, Dropout and BatchNorm included), run-time
+errors at the user's line."""
+import logging
+
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw import nn
+
+
+def branchy(x):
+    if x.mean() > 0:
+        y = x * 2
+    else:
+        y = x - 1
+    i = 0
+    while y.abs().sum() < 50:
+        y = y * 1.5
+        i += 1
+    return y, i
+
+
+def test_one_trace_many_values_and_paths():
+    f = hf.jit.to_static(branchy)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        x = hf.tensor(rng.normal(size=(4,)).astype("float32"))
+        got, want = f(x), branchy(x)
+        np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-6)
+        assert int(got[1]) == want[1]
+    info = f.cache_info()
+    assert (info.misses, info.hits, info.programs) == (1, 5, 1)
+
+
+def test_new_shape_retraces_and_logs_the_change(caplog):
+    f = hf.jit.to_static(branchy)
+    f(hf.ones(3))
+    with caplog.at_level(logging.INFO, logger="hybridfw.jit"):
+        f(hf.ones(5))
+    assert f.cache_info().misses == 2
+    assert "(3,)" in caplog.text and "(5,)" in caplog.text and "retracing" in caplog.text
+
+
+def test_input_spec_keeps_dim_dynamic():
+    f = hf.jit.to_static(branchy, input_spec=[hf.jit.InputSpec([None], "float32")])
+    for n in (2, 3, 7):
+        x = hf.arange(n).astype("float32") - 1.0
+        np.testing.assert_allclose(f(x)[0].numpy(), branchy(x)[0].numpy(), rtol=1e-6)
+    assert f.cache_info().misses == 1
+    with pytest.raises(ValueError, match="InputSpec"):
+        f(hf.ones(2, 2))
+    with pytest.raises(TypeError, match="dtype"):
+        f(hf.ones(2, dtype=hf.float64))
+
+
+def test_warns_past_eight_programs():
+    f = hf.jit.to_static(lambda_free_scale)
+    with pytest.warns(UserWarning, match="InputSpec"):
+        for n in range(1, 11):
+            f(hf.ones(n))
+    assert f.cache_info().programs == 10
+
+
+def lambda_free_scale(x):
+    return x * 2
+
+
+def test_python_argument_values_are_part_of_the_key():
+    def scaled(x, k):
+        return x * k
+    f = hf.jit.to_static(scaled_module_level)
+    assert f(hf.ones(2), 2).tolist() == [2.0, 2.0]
+    assert f(hf.ones(2), 3).tolist() == [3.0, 3.0]
+    assert f(hf.ones(2), 3).tolist() == [3.0, 3.0]
+    assert f.cache_info().misses == 2
+    _ = scaled
+
+
+def scaled_module_level(x, k):
+    return x * k
+
+
+def test_get_code_and_programs():
+    f = hf.jit.to_static(branchy)
+    code = hf.jit.get_code(f)
+    assert "convert_ifelse" in code and "convert_while" in code
+    assert f.concrete_program is None
+    program = f.get_program(hf.ones(3))
+    assert isinstance(program, hf.static.Program)
+    text = str(program)
+    assert "cond(" in text and "while(" in text
+    assert "digraph" in program.to_dot()
+    f(hf.ones(3))
+    assert f.concrete_program is not None
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(4 * 4 * 4, 10)
+
+    def forward(self, x):
+        h = nn.functional.max_pool2d(self.bn(self.conv(x)).relu(), 2)
+        h = self.drop(h.flatten(1))
+        if h.mean() > 0.2:      # data-dependent branch
+            h = h * 0.5
+        steps = 0
+        while h.abs().max() > 1.0 and steps < 4:   # data-dependent loop
+            h = h * 0.8
+            steps += 1
+        return self.fc(h)
+
+
+def _twins():
+    hf.manual_seed(0)
+    eager = Net()
+    hf.manual_seed(0)
+    static = hf.jit.to_static(Net())
+    return eager, static
+
+
+def test_training_equals_eager_with_dropout_and_batchnorm():
+    eager, static = _twins()
+    opt_e = hf.optim.SGD(eager.parameters(), lr=0.1)
+    opt_s = hf.optim.SGD(static.parameters(), lr=0.1)
+    rng = np.random.default_rng(1)
+    for step in range(4):
+        x = hf.tensor(rng.normal(size=(6, 1, 8, 8)).astype("float32") * (step + 1))
+        y = hf.tensor(rng.integers(0, 10, size=6))
+        for model, opt in ((eager, opt_e), (static, opt_s)):
+            hf.manual_seed(100 + step)
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for (name, a), (_, b) in zip(eager.state_dict().items(), static.state_dict().items()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert static.forward.cache_info().misses == 1
+    static.eval()
+    eager.eval()
+    x = hf.randn(2, 1, 8, 8)
+    np.testing.assert_allclose(static(x).detach().numpy(), eager(x).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert static.forward.cache_info().misses == 2  # eval mode is a new signature
+
+
+def test_input_gradients_and_retain_graph():
+    f = hf.jit.to_static(branchy)
+    x = hf.tensor([0.5, -0.2, 0.3], requires_grad=True)
+    out, _ = f(x)
+    (out * out).sum().backward(retain_graph=True)
+    g1 = x.grad.numpy().copy()
+    x2 = hf.tensor([0.5, -0.2, 0.3], requires_grad=True)
+    ref, _ = branchy(x2)
+    (ref * ref).sum().backward()
+    np.testing.assert_allclose(g1, x2.grad.numpy(), rtol=1e-5)
+    x.grad = None
+    (out * out).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), g1, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="second time"):
+        (out * out).sum().backward()
+
+
+def test_no_grad_call_builds_no_backward():
+    model = hf.jit.to_static(nn.Linear(3, 2))
+    with hf.no_grad():
+        out = model(hf.ones(4, 3))
+    assert out._node is None
+    assert model.forward._last.backward_program is None
+
+
+def multi_output(x):
+    return x * 2, (x.sum(), {"neg": -x})
+
+
+def test_multiple_outputs_get_gradients():
+    f = hf.jit.to_static(multi_output)
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    a, (b, d) = f(x)
+    (a.sum() + b * 3 + (d["neg"] * x.detach()).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2 + 3 - 1, 2 + 3 - 2])
+
+
+def bad_runtime_reshape(x):
+    y = x + 1
+    return y.reshape(3, -1)  # fails at run time for some sizes
+
+
+def test_run_time_error_names_user_line():
+    f = hf.jit.to_static(bad_runtime_reshape, input_spec=[hf.jit.InputSpec([None])])
+    assert f(hf.ones(6)).shape == (3, 2)
+    with pytest.raises(ValueError) as info:
+        f(hf.ones(7))
+    assert __file__ in str(info.value) and "y.reshape(3, -1)" in str(info.value)
+
+
+def test_method_decorator_binds_per_instance():
+    class Scaler(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+
+        @hf.jit.to_static
+        def forward(self, x):
+            if x.sum() > 0:
+                return x * self.k
+            return x
+
+    a, b = Scaler(2.0), Scaler(3.0)
+    assert a(hf.ones(2)).tolist() == [2.0, 2.0]
+    assert b(hf.ones(2)).tolist() == [3.0, 3.0]
+    assert a(-hf.ones(2)).tolist() == [-1.0, -1.0]
