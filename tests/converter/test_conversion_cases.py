@@ -12,9 +12,14 @@ misses check shows that a single program follows the right branch / trip count a
 Further tables cover ``print`` (captured stdout must match eager on every call), ``assert``
 (raises on the call where it fails, also after tracing), gradients (``x.grad`` equal to eager),
 numpy round-trips, ``hf.nn.Module`` conversion and the cache/introspection API.
+
+PYTEST_DONT_REWRITE: the user-level ``assert`` statements under test must keep Python's own
+messages, so pytest's assertion rewriting is off for this module.
 """
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import warnings
 from collections.abc import Callable
@@ -24,10 +29,6 @@ import numpy as np
 import pytest
 
 import hybridfw as hf
-
-_jit = pytest.importorskip("hybridfw.jit")
-if not hasattr(_jit, "to_static"):
-    pytest.skip("hf.jit.to_static is not there yet", allow_module_level=True)
 
 # --------------------------------------------------------------------------------------------
 # inputs
@@ -970,6 +971,24 @@ def ret_nested_loops(x, n):
     return x * 0
 
 
+def ret_tuple_in_tensor_loop(x, n):
+    for _ in range(n):
+        if x.sum() > 0:
+            return x * 2, x
+        x = x + 1
+    return x, x * 0
+
+
+def ret_tuple_in_while(x):
+    i = 0
+    while i < 3:
+        i = i + 1
+        if x.sum() > 0:
+            return x * 2, x
+        x = x + 1
+    return x, x * 0
+
+
 def ret_in_while_true(x):
     while True:
         x = x * 2
@@ -1029,6 +1048,14 @@ def list_append_cond_in_tensor_loop(x, n):
         if (x * i).sum() > 5:
             outs.append(x * i)
     return hf.stack(outs)
+
+
+def list_append_loop_in_tensor_if(x, n):
+    out = [x]
+    if x.mean() < 0:
+        for k in range(n):
+            out.append(x * k)
+    return hf.stack(out).sum(0)
 
 
 def list_of_tuples(x, n):
@@ -1442,6 +1469,8 @@ CASES = [
     C(ret_in_loop_over_rows, (X4a,), (X4c,), (X4b,), dyn=True),
     C(ret_nested_loops, (P, i64(3)), (S, i64(3)), (S, i64(6)), dyn=True),
     C(ret_in_while_true, (P,), (N,), (S,), dyn=True),
+    C(ret_tuple_in_tensor_loop, (P, i64(2)), (N, i64(2)), (NN, i64(2)), dyn=True),
+    C(ret_tuple_in_while, (P,), (N,), (NN,), dyn=True),
     # lists
     C(list_append_tensor_range, (P, i64(2)), (P, i64(4)), dyn=True),
     C(list_append_while, (P,), (S,), (L,), dyn=True),
@@ -1449,6 +1478,7 @@ CASES = [
     C(list_append_python_range_cond, (P,), (S,), (N,), dyn=True),
     C(list_append_in_tensor_if, (P,), (N,), dyn=True),
     C(list_append_cond_in_tensor_loop, (P, i64(4)), (S, i64(4)), (P, i64(1)), dyn=True),
+    C(list_append_loop_in_tensor_if, (N, i64(2)), (N, i64(3)), (P, i64(2)), dyn=True),
     C(list_of_tuples, (P, i64(2)), (P, i64(3)), dyn=True),
     C(list_of_tuples_unpack, (P, i64(2)), (P, i64(4)), (P, i64(0)), dyn=True),
     C(list_pop, (P, i64(1)), (P, i64(3)), dyn=True),
@@ -1488,6 +1518,48 @@ CASES = [
     C(fn_creates_object, (P,), (N,), dyn=True),
     C(fn_helper_in_loop, (P, i64(2)), (N, i64(3)), dyn=True),
 ]
+
+# --------------------------------------------------------------------------------------------
+# known implementation bugs (strict xfail: a fix makes the test XPASS and fail, so drop the entry)
+# --------------------------------------------------------------------------------------------
+AUGASSIGN = ("`i += 1` on a value carried by a converted while/for is an in-place op on the "
+             "loop's block argument: executor KeyError 'value loopN is read before any operator "
+             "or input defines it'")
+NESTED_DEF = ("the return transformer rewrites `return` inside a nested def into the outer "
+              "function's return flags: the inner function returns None")
+SETITEM = ("`y[i] = v` inside a tensor if/loop body (in-place write to a tensor of the outer "
+           "block): KeyError 'no variable named tN in block 0 or its parents'")
+TUPLE_RETURN = ("early `return a, b` inside a tensor if/loop: ConversionError '_hf_retval_1 is "
+                "tuple in the if branch but not assigned in the else branch'")
+RECURSION = ("a recursive function: ConversionError 'converted code of f reads a free variable "
+             "f the original does not have'")
+GRAD_TENSOR_ARRAY = ("gradient through a list appended in a tensor loop and stacked: ValueError "
+                     "'cat: the gradient through dim 0 needs its sizes'")
+TUPLE_RETURN_IN_LOOP = ("early `return a, b` inside a loop a tensor decides: the for version "
+                        "silently returns zeros, the while version raises ConversionError "
+                        "'_hf_retval_1 (tuple ...) is changed inside the loop'")
+LIST_IN_LOOP_IN_IF = ("a list appended in a tensor loop nested in a tensor if: ValueError 'verify: "
+                      "getitem input tN is not defined before it'")
+LIST_COMPREHENSION = ("a comprehension over a list grown in a tensor loop (TensorArray) never "
+                      "ends: no __iter__, and a static getitem never raises IndexError")
+
+KNOWN_BUGS = {
+    "list_of_tuples": LIST_COMPREHENSION,
+}
+HANGS = {"list_of_tuples"}   # known to loop forever: give up after 2 s instead of 10
+
+
+def params(items, name=lambda item: item.fn.__name__):
+    """pytest params named after each case's function, strict xfail for the known bugs."""
+    out = []
+    for item in items:
+        ident = name(item)
+        marks = ()
+        if ident in KNOWN_BUGS:
+            marks = pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[ident])
+        out.append(pytest.param(item, id=ident, marks=marks))
+    return out
+
 
 # --------------------------------------------------------------------------------------------
 # helpers
@@ -1544,6 +1616,25 @@ def assert_same(eager, conv, loose=False, path="result"):
             assert conv == eager, f"{path}: {conv!r} != eager {eager!r}"
 
 
+@contextlib.contextmanager
+def time_limit(seconds=10.0):
+    """A hung conversion (e.g. an endless loop at trace time) fails the test instead of CI."""
+    if not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"no result within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_eager(fn, args, no_warn=False):
     with warnings.catch_warnings():
         if no_warn:
@@ -1569,13 +1660,14 @@ def test_table_is_large_and_dynamic_cases_have_same_shaped_inputs():
             assert len(sigs) > len(set(sigs)), case.fn.__name__
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.fn.__name__ for c in CASES])
+@pytest.mark.parametrize("case", params(CASES))
 def test_conversion_case(case):
     f = hf.jit.to_static(case.fn)
     calls = case.inputs + case.inputs[:1]
     for args in calls:
         eager = run_eager(case.fn, args, case.no_warn)
-        conv = run_eager(f, args, case.no_warn)
+        with time_limit(2.0 if case.fn.__name__ in HANGS else 10.0):
+            conv = run_eager(f, args, case.no_warn)
         assert_same(eager, conv, case.loose, f"{case.fn.__name__}{signature(args)}")
     if case.check_cache:
         expected = len({signature(a) for a in case.inputs})
@@ -1630,7 +1722,7 @@ NUMPY_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", NUMPY_CASES, ids=[c.fn.__name__ for c in NUMPY_CASES])
+@pytest.mark.parametrize("case", params(NUMPY_CASES))
 def test_numpy_round_trip(case):
     test_conversion_case(case)
 
@@ -1718,7 +1810,7 @@ PRINT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", PRINT_CASES, ids=[c.fn.__name__ for c in PRINT_CASES])
+@pytest.mark.parametrize("case", params(PRINT_CASES))
 def test_print_every_call(case, capsys):
     f = hf.jit.to_static(case.fn)
     for args in case.inputs + case.inputs[:1]:
@@ -1898,7 +1990,7 @@ def _grads(fn, args):
     return out, [t.grad for t in targs if isinstance(t, hf.Tensor) and t.requires_grad]
 
 
-@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.fn.__name__ for c in GRAD_CASES])
+@pytest.mark.parametrize("case", params(GRAD_CASES))
 def test_gradients(case):
     f = hf.jit.to_static(case.fn)
     for args in case.inputs + case.inputs[:1]:
@@ -1988,7 +2080,7 @@ def _zero_grads(net):
         p.grad = None
 
 
-@pytest.mark.parametrize("cls", [BranchyNet, LoopNet, StackNet], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", params([BranchyNet, LoopNet, StackNet], lambda c: c.__name__))
 def test_module_forward_and_parameter_grads(cls):
     hf.manual_seed(0)
     net = cls()

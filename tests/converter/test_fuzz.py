@@ -13,7 +13,9 @@ A failure prints the generated source of each failing function.
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
+import signal
 import sys
 import traceback
 
@@ -22,14 +24,17 @@ import pytest
 
 import hybridfw as hf
 
-_jit = pytest.importorskip("hybridfw.jit")
-if not hasattr(_jit, "to_static"):
-    pytest.skip("hf.jit.to_static is not there yet", allow_module_level=True)
-
 SEED = 20240611
-N_FUNCTIONS = 300
+# 200 functions keep this file near 10 s on 2 cores (conversion costs ~0.1 s a function);
+# HF_FUZZ_FUNCTIONS=2000 runs a deeper search (the first 200 stay the same).
+N_FUNCTIONS = int(os.environ.get("HF_FUZZ_FUNCTIONS", "200"))
 CHUNK = 20
 N_INPUTS = 4
+
+# Names of generated functions that fail because of a known implementation bug (none at
+# present).  Checked strictly: one that starts passing must be taken off.
+KNOWN_FAILURES = frozenset("""
+""".split())  # noqa: SIM905
 
 TENSOR_VARS = ("a", "b", "c")
 CONSTANTS = ("-2.0", "-1.0", "-0.5", "0.0", "0.5", "1.0", "2.0", "3.0")
@@ -213,16 +218,37 @@ def load_module(tmp_path, chunk_index, sources):
     return module
 
 
+class _TimeLimit:
+    """A hung conversion fails the function instead of hanging the suite."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def _alarm(self, signum, frame):
+        raise TimeoutError(f"no result within {self.seconds} s")
+
+    def __enter__(self):
+        if hasattr(signal, "setitimer"):
+            self.previous = signal.signal(signal.SIGALRM, self._alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc):
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
 def check_function(fn, index):
     """None when converted == eager on every input and one trace; otherwise the reason."""
     inputs = make_inputs(index)
     eager_results = [fn(*to_hf(args)) for args in inputs]   # the generator's code must run
     try:
-        f = hf.jit.to_static(fn)
-        for args, eager in zip(inputs + inputs[:1], eager_results + eager_results[:1]):
-            compare(eager, f(*to_hf(args)))
-        info = f.cache_info()
-        assert info.misses == 1, f"expected one trace, got {info}"
+        with _TimeLimit(10.0):
+            f = hf.jit.to_static(fn)
+            for args, eager in zip(inputs + inputs[:1], eager_results + eager_results[:1]):
+                compare(eager, f(*to_hf(args)))
+            info = f.cache_info()
+            assert info.misses == 1, f"expected one trace, got {info}"
     except Exception:  # noqa: BLE001 - reported with the source
         lines = traceback.format_exc().strip().splitlines()
         return "\n".join(lines[-6:])
@@ -240,13 +266,22 @@ def test_generator_is_deterministic_and_varied():
 
 @pytest.mark.parametrize("chunk_index", range(len(CHUNKS)))
 def test_fuzz_chunk(chunk_index, tmp_path):
+    """Every generated function converts and agrees with eager, except the known failures
+    (strictly: a known failure that now passes must be taken off the list)."""
     sources = CHUNKS[chunk_index]
     module = load_module(tmp_path, chunk_index, sources)
-    failures = []
+    failures, fixed = [], []
     for offset, (name, src) in enumerate(sources):
         reason = check_function(getattr(module, name), chunk_index * CHUNK + offset)
-        if reason is not None:
+        if reason is not None and name not in KNOWN_FAILURES:
             failures.append(f"--- {name} ---\n{src}{reason}\n")
+        elif reason is None and name in KNOWN_FAILURES:
+            fixed.append(name)
+    message = ""
     if failures:
-        pytest.fail(f"{len(failures)}/{len(sources)} generated functions differ:\n\n"
-                    + "\n".join(failures), pytrace=False)
+        message += (f"{len(failures)}/{len(sources)} generated functions differ from eager:\n\n"
+                    + "\n".join(failures))
+    if fixed:
+        message += f"\nnow pass, take them off KNOWN_FAILURES: {' '.join(fixed)}\n"
+    if message:
+        pytest.fail(message, pytrace=False)
