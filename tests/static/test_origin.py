@@ -52,7 +52,8 @@ def test_every_operator_gets_the_line_that_built_it(origins):
     for op in prog.global_block().ops:
         texts.setdefault(op.type, op.origin[2].strip())
     backward = prog.global_block().ops[-1]
-    assert backward.type == "cond" and backward.origin[2].strip() == "(g,) = S.gradients(y.sum(), [x])"
+    assert backward.type == "cond"
+    assert backward.origin[2].strip() == "(g,) = S.gradients(y.sum(), [x])"
     assert texts["cond"].startswith("y = S.nn.cond(")
     assert texts["sum"] == "y = S.nn.cond(x.sum() > 0, lambda: x * 2.0, lambda: x.exp())"
     S.set_origin_provider(None)
