@@ -24,15 +24,14 @@ __all__ = ["to_static", "not_to_static", "get_code", "InputSpec", "StaticFunctio
            "CacheInfo", "ConcreteProgram", "save", "load", "TranslatedLayer"]
 
 
-def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
-              memory_budget=None):
+def to_static(function_or_module=None, input_spec=None, full_graph: bool = True):
     """Convert a function or an ``hf.nn.Module`` (its ``forward``) to run as static programs.
 
     Usable as ``@to_static``, ``@to_static(input_spec=[...])`` or ``to_static(model)`` (which
     converts ``model.forward`` in place and returns the model). See :class:`StaticFunction`.
     """
     if function_or_module is None:
-        return lambda f: to_static(f, input_spec, full_graph, memory_budget)
+        return lambda f: to_static(f, input_spec, full_graph)
     from ..nn import Module
     if isinstance(function_or_module, Module):
         module = function_or_module
@@ -40,16 +39,14 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
         if isinstance(forward, StaticFunction):
             return module
         object.__setattr__(module, "forward",
-                           StaticFunction(forward, input_spec, full_graph, module,
-                                          memory_budget))
+                           StaticFunction(forward, input_spec, full_graph, module))
         return module
     if isinstance(function_or_module, StaticFunction):
         return function_or_module
     if not callable(function_or_module):
         raise TypeError(f"to_static: expected a function or an hf.nn.Module, got "
                         f"{type(function_or_module).__name__}")
-    return StaticFunction(function_or_module, input_spec, full_graph,
-                          memory_budget=memory_budget)
+    return StaticFunction(function_or_module, input_spec, full_graph)
 
 
 def get_code(function) -> str:

@@ -210,13 +210,11 @@ class StaticFunction:
     ``get_program(*example_inputs)``, ``cache_info()``.
     """
 
-    def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None,
-                 memory_budget=None):
+    def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None):
         self.dygraph_function = function
         self.input_spec = list(input_spec) if input_spec is not None else None
         self.full_graph = full_graph
         self.instance = instance
-        self.memory_budget = memory_budget
         self._cache: dict = {}
         self._hits = 0
         self._misses = 0
@@ -234,7 +232,7 @@ class StaticFunction:
         bound = self._bound.get(id(instance))
         if bound is None or bound.instance is not instance:
             bound = StaticFunction(self.dygraph_function, self.input_spec, self.full_graph,
-                                   instance, self.memory_budget)
+                                   instance)
             self._bound[id(instance)] = bound
         return bound
 
@@ -379,7 +377,7 @@ class StaticFunction:
         diff = [("input", i) for i, t in enumerate(leaves) if t._rg] + \
             [("param", t) for t in program.params.values() if getattr(t, "_rg", False)]
         if not (grad and float_outputs and diff):
-            optimized = optimize(program, fetch=outputs.fetch)
+            optimized = optimize(program, fetch=outputs.fetch, verify=False)
             return ConcreteProgram(optimized, outputs, names, executor)
         seeds = [data(f"grad_{fetch_vars[k].name}", fetch_vars[k].shape, fetch_vars[k].dtype)
                  for k in float_outputs]
@@ -392,7 +390,7 @@ class StaticFunction:
                                   "them to one dtype")
         grad_names = [g.name if g is not None else None for g in grads]
         present = [g for g in grad_names if g is not None]
-        whole = optimize(program, fetch=outputs.fetch + present)
+        whole = optimize(program, fetch=outputs.fetch + present, verify=False)
         from ..static.partition import split_forward_backward
         forward, backward, saved = split_forward_backward(
             whole, outputs.fetch, present, [s.name for s in seeds])
