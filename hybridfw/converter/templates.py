@@ -90,7 +90,8 @@ class _Substitute(gast.NodeTransformer):
     visit_FunctionDef = _rename_def
 
     def visit_arguments(self, node):
-        # placeholder parameter lists: ``def f(args): ...`` with args -> list of names
+        # placeholder parameter lists: ``def f(args): ...`` / ``lambda args: ...`` with
+        # args -> list of names
         new_args = []
         for a in node.args:
             if isinstance(a, gast.Name) and a.id in self.replacements and \

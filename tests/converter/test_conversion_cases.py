@@ -1522,31 +1522,8 @@ CASES = [
 # --------------------------------------------------------------------------------------------
 # known implementation bugs (strict xfail: a fix makes the test XPASS and fail, so drop the entry)
 # --------------------------------------------------------------------------------------------
-AUGASSIGN = ("`i += 1` on a value carried by a converted while/for is an in-place op on the "
-             "loop's block argument: executor KeyError 'value loopN is read before any operator "
-             "or input defines it'")
-NESTED_DEF = ("the return transformer rewrites `return` inside a nested def into the outer "
-              "function's return flags: the inner function returns None")
-SETITEM = ("`y[i] = v` inside a tensor if/loop body (in-place write to a tensor of the outer "
-           "block): KeyError 'no variable named tN in block 0 or its parents'")
-TUPLE_RETURN = ("early `return a, b` inside a tensor if/loop: ConversionError '_hf_retval_1 is "
-                "tuple in the if branch but not assigned in the else branch'")
-RECURSION = ("a recursive function: ConversionError 'converted code of f reads a free variable "
-             "f the original does not have'")
-GRAD_TENSOR_ARRAY = ("gradient through a list appended in a tensor loop and stacked: ValueError "
-                     "'cat: the gradient through dim 0 needs its sizes'")
-TUPLE_RETURN_IN_LOOP = ("early `return a, b` inside a loop a tensor decides: the for version "
-                        "silently returns zeros, the while version raises ConversionError "
-                        "'_hf_retval_1 (tuple ...) is changed inside the loop'")
-LIST_IN_LOOP_IN_IF = ("a list appended in a tensor loop nested in a tensor if: ValueError 'verify: "
-                      "getitem input tN is not defined before it'")
-LIST_COMPREHENSION = ("a comprehension over a list grown in a tensor loop (TensorArray) never "
-                      "ends: no __iter__, and a static getitem never raises IndexError")
-
-KNOWN_BUGS = {
-    "list_of_tuples": LIST_COMPREHENSION,
-}
-HANGS = {"list_of_tuples"}   # known to loop forever: give up after 2 s instead of 10
+KNOWN_BUGS: dict = {}
+HANGS: set = set()   # cases known to loop forever: give up after 2 s instead of 10
 
 
 def params(items, name=lambda item: item.fn.__name__):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .calls import (convert_append, convert_assert, convert_call, convert_len, convert_pop,
+from .calls import (convert_append, convert_assert, convert_list_comprehension, convert_call, convert_len, convert_pop,
                     convert_print, convert_with, not_to_static)
 from .control_flow import (try_block, convert_enumerate, convert_for, convert_ifelse, convert_range,
                            convert_while, convert_zip)
@@ -17,7 +17,7 @@ __all__ = ["convert_call", "convert_ifelse", "convert_while", "convert_for", "co
            "convert_logical_not", "convert_compare", "convert_ifexp", "convert_print",
            "convert_assert", "convert_len", "convert_with", "convert_append", "convert_pop",
            "not_to_static", "Undefined", "UNDEFINED_RETURN", "return_value", "TensorArray",
-           "jst_module", "try_block"]
+           "jst_module", "try_block", "convert_list_comprehension"]
 
 
 def jst_module():

@@ -25,7 +25,7 @@ from .control_flow import convert_enumerate, convert_range, convert_zip, is_stat
 from .tensor_array import TensorArray, is_tensor_array
 
 __all__ = ["convert_call", "convert_print", "convert_assert", "convert_len", "convert_with",
-           "convert_append", "convert_pop", "not_to_static", "MAX_RECURSION"]
+           "convert_append", "convert_pop", "convert_list_comprehension", "not_to_static", "MAX_RECURSION"]
 
 MAX_RECURSION = 64
 _NOT_TO_STATIC = "__hf_not_to_static__"
@@ -264,6 +264,19 @@ def convert_with(manager):
         frame.f_code.co_filename if frame else None, frame.f_lineno if frame else None,
         hint="its enter/exit would only run while tracing; move the with block out of the "
              "converted function or mark the function with hf.jit.not_to_static")
+
+
+def convert_list_comprehension(iterable, fn):
+    """``[fn(item) for item in iterable]``; over a tensor or a tensor array, a converted loop
+    that appends to a new list (a tensor array when the loop is static)."""
+    from .control_flow import _static_iterable, convert_for
+    if not _static_iterable(iterable):
+        return [fn(item) for item in iterable]
+
+    def body(item, result):
+        return (convert_append(result, fn(item)),)
+    (result,) = convert_for(iterable, body, ([],), ("<list comprehension>",))
+    return result
 
 
 def convert_append(lst, item):

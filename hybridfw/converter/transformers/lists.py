@@ -1,5 +1,9 @@
 """List growth as rebinding: ``l.append(x)`` -> ``l = _jst.convert_append(l, x)`` and
-``y = l.pop(...)`` -> ``l, y = _jst.convert_pop(l, ...)``.
+``y = l.pop(...)`` -> ``l, y = _jst.convert_pop(l, ...)``; and a list comprehension with one
+``for`` and no condition, ``[f(p) for p in pairs]``, ->
+``_jst.convert_list_comprehension(pairs, lambda p: f(p))``, which is a Python comprehension
+unless ``pairs`` is a tensor, or a list grown in a loop a tensor decided (then it is a
+converted ``for`` loop appending to a new list).
 
 The rebinding makes the list an assigned name of the loop or branch around it, so the
 control-flow pass carries it as state; at run time a plain Python list stays a list (appended
@@ -9,7 +13,8 @@ from __future__ import annotations
 
 import gast
 
-from ..templates import replace
+from ..analysis import assigned_names, declared_nonlocal
+from ..templates import replace, replace_expr
 from .base import Context, copy_location
 
 
@@ -22,15 +27,61 @@ def _method_call(node, method: str):
     return None
 
 
+def _params(target):
+    """The parameter names of a lambda binding ``target`` (a name or a flat tuple of names)."""
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if isinstance(target, (gast.Tuple, gast.List)) and all(isinstance(e, gast.Name)
+                                                            for e in target.elts):
+        return [e.id for e in target.elts]
+    return None
+
+
 class _Lists(gast.NodeTransformer):
+    """(Only lists that are local variables are rebound: rebinding a global or a closure
+    variable would make it a local of the function.)"""
+
+    def __init__(self):
+        self.locals: list = []
+
+    def visit_FunctionDef(self, node):
+        args = node.args
+        params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+        params |= {a.id for a in (args.vararg, args.kwarg) if a is not None}
+        own = (params | set(assigned_names(node.body))) - declared_nonlocal(node.body)
+        self.locals.append(own)
+        self.generic_visit(node)
+        self.locals.pop()
+        return node
+
+    def _local(self, name) -> bool:
+        return bool(self.locals) and name in self.locals[-1]
+    def visit_ListComp(self, node):
+        self.generic_visit(node)
+        if len(node.generators) != 1:
+            return node
+        gen = node.generators[0]
+        params = _params(gen.target)
+        if gen.ifs or gen.is_async or params is None:
+            return node
+        if isinstance(gen.target, gast.Name):
+            fn = replace_expr("lambda params: elt", params=params, elt=node.elt)
+        else:  # unpack each item: (lambda a, b: elt)(*item)
+            fn = replace_expr("lambda item: (lambda params: elt)(*item)", params=params,
+                              elt=node.elt, item="_hf_comprehension_item")
+        new = replace_expr("_jst.convert_list_comprehension(iterable, fn)", iterable=gen.iter,
+                           fn=fn)
+        return copy_location(new, node)
+
     def visit_Expr(self, node):
+        self.generic_visit(node)
         target = _method_call(node.value, "append")
-        if target is not None and len(node.value.args) == 1:
+        if target is not None and len(node.value.args) == 1 and self._local(target):
             new = replace("target = _jst.convert_append(target, value)", target=target,
                           value=node.value.args[0])
             return copy_location(new, node)
         target = _method_call(node.value, "pop")
-        if target is not None and len(node.value.args) <= 1:
+        if target is not None and len(node.value.args) <= 1 and self._local(target):
             new = replace("target, _ = _jst.convert_pop(target, args)", target=target,
                           args=node.value.args[0] if node.value.args else
                           gast.Constant(None, None))
@@ -38,8 +89,10 @@ class _Lists(gast.NodeTransformer):
         return node
 
     def visit_Assign(self, node):
+        self.generic_visit(node)
         target = _method_call(node.value, "pop")
-        if target is not None and len(node.value.args) <= 1 and len(node.targets) == 1:
+        if target is not None and len(node.value.args) <= 1 and len(node.targets) == 1 and \
+                self._local(target):
             new = replace("lst, out = _jst.convert_pop(lst, args)", lst=target,
                           out=node.targets[0],
                           args=node.value.args[0] if node.value.args else
