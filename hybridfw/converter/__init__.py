@@ -16,5 +16,11 @@ from .errors import ConversionError, UnsupportedConstructError
 from .function import ConvertedFunction, convert_function, converted_source
 from .runtime import not_to_static
 
-__all__ = ["convert_function", "converted_source", "ConvertedFunction", "ConversionError",
-           "UnsupportedConstructError", "not_to_static"]
+__all__ = [
+           "ConversionError",
+           "ConvertedFunction",
+           "UnsupportedConstructError",
+           "convert_function",
+           "converted_source",
+           "not_to_static",
+]

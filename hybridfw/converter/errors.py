@@ -4,7 +4,7 @@ from __future__ import annotations
 import linecache
 import sys
 
-__all__ = ["ConversionError", "UnsupportedConstructError", "user_frame", "located"]
+__all__ = ["ConversionError", "UnsupportedConstructError", "located", "user_frame"]
 
 
 def _where(filename, lineno) -> str:

@@ -25,7 +25,7 @@ from .templates import replace
 from .transformers import PIPELINE
 from .transformers.base import JST, Context
 
-__all__ = ["convert_function", "ConvertedFunction", "converted_source"]
+__all__ = ["ConvertedFunction", "convert_function", "converted_source"]
 
 _cache: dict = {}
 
@@ -59,7 +59,7 @@ class ConvertedFunction:
     """What converting a function produced: ``source`` (the converted code, readable) and
     ``code`` (the compiled code object of the new function)."""
 
-    __slots__ = ("source", "code", "filename", "firstlineno")
+    __slots__ = ("code", "filename", "firstlineno", "source")
 
     def __init__(self, source, code, filename, firstlineno):
         self.source, self.code = source, code

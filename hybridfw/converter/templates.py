@@ -17,10 +17,10 @@ import functools
 
 import gast
 
-__all__ = ["replace", "replace_expr", "name", "load", "store", "attribute"]
+__all__ = ["attribute", "load", "name", "replace", "replace_expr", "store"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(template: str):
     return gast.parse(template).body
 

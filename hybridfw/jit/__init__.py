@@ -20,8 +20,18 @@ from ..converter import not_to_static
 from .input_spec import InputSpec
 from .static_function import CacheInfo, ConcreteProgram, StaticFunction
 
-__all__ = ["to_static", "not_to_static", "get_code", "InputSpec", "StaticFunction",
-           "CacheInfo", "ConcreteProgram", "save", "load", "TranslatedLayer"]
+__all__ = [
+    "CacheInfo",
+    "ConcreteProgram",
+    "InputSpec",
+    "StaticFunction",
+    "TranslatedLayer",
+    "get_code",
+    "load",
+    "not_to_static",
+    "save",
+    "to_static",
+]
 
 
 def to_static(function_or_module=None, input_spec=None, full_graph: bool = True):

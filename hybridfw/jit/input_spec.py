@@ -16,7 +16,7 @@ class InputSpec:
         InputSpec(shape=(-1, 1, 8, 8), dtype=float32, name='image')
     """
 
-    __slots__ = ("shape", "dtype", "name")
+    __slots__ = ("dtype", "name", "shape")
 
     def __init__(self, shape, dtype="float32", name: str | None = None):
         try:
@@ -31,7 +31,7 @@ class InputSpec:
         self.name = name
 
     @classmethod
-    def from_tensor(cls, tensor, name: str | None = None) -> "InputSpec":
+    def from_tensor(cls, tensor, name: str | None = None) -> InputSpec:
         return cls(tensor.shape, tensor.dtype, name)
 
     def matches(self, shape) -> bool:

@@ -20,7 +20,7 @@ __all__ = ["RunState", "attach_node"]
 class RunState:
     """What one forward run leaves for its backward."""
 
-    __slots__ = ("entry", "saved", "grads", "grad_key")
+    __slots__ = ("entry", "grad_key", "grads", "saved")
 
     def __init__(self, entry, saved):
         self.entry = entry
@@ -56,7 +56,7 @@ class _RunProgramOp:
 RUN_PROGRAM = _RunProgramOp()
 
 
-def attach_node(output_array, state: RunState, inputs) -> "Tensor":  # noqa: F821
+def attach_node(output_array, state: RunState, inputs) -> Tensor:  # noqa: F821
     """A Tensor owning ``output_array`` whose gradient runs ``state``'s backward program,
     flowing to ``inputs`` (eager tensors)."""
     edges = [None]

@@ -22,19 +22,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..dygraph.autograd import GradMode
-from ..dygraph.tensor import Tensor, wrap_array
-from ..static import Executor, Program, data, gradients, optimize, program_guard
-from ..static.ir import Variable
 from ..converter.errors import ConversionError, UnsupportedConstructError
 from ..converter.runtime.calls import _converted
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import is_undefined
+from ..dygraph.autograd import GradMode
+from ..dygraph.tensor import Tensor, wrap_array
+from ..static import Executor, Program, data, gradients, optimize, program_guard
+from ..static.ir import Variable
 from .errors import add_user_location, origin_provider
 from .input_spec import InputSpec
 from .run_program import RunState, attach_node
 
-__all__ = ["StaticFunction", "CacheInfo", "MAX_PROGRAMS", "ConcreteProgram"]
+__all__ = ["MAX_PROGRAMS", "CacheInfo", "ConcreteProgram", "StaticFunction"]
 
 logger = logging.getLogger("hybridfw.jit")
 MAX_PROGRAMS = 8
@@ -197,7 +197,7 @@ class ConcreteProgram:
 
 
 def _concat_any(arrays):
-    import cupy  # noqa: F401 - only reached with cupy arrays
+    import cupy
     return cupy.concatenate(arrays)
 
 

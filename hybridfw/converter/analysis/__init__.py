@@ -2,4 +2,4 @@
 which names are certainly bound at a point of a function."""
 from .scope import assigned_names, declared_nonlocal, definitely_bound, read_names
 
-__all__ = ["assigned_names", "read_names", "definitely_bound", "declared_nonlocal"]
+__all__ = ["assigned_names", "declared_nonlocal", "definitely_bound", "read_names"]

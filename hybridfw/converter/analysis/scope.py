@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gast
 
-__all__ = ["assigned_names", "read_names", "definitely_bound", "declared_nonlocal"]
+__all__ = ["assigned_names", "declared_nonlocal", "definitely_bound", "read_names"]
 
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
            gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)

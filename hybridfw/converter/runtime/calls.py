@@ -21,11 +21,27 @@ import numpy as np
 from ...dtypes import bool_, float64, int64
 from ...static.ir import Variable
 from ..errors import UnsupportedConstructError, located, user_frame
-from .control_flow import convert_enumerate, convert_range, convert_zip, is_static
+from .control_flow import (
+    convert_enumerate,
+    convert_range,
+    convert_zip,
+    is_static,
+    require_one_element,
+)
 from .tensor_array import TensorArray, is_tensor_array
 
-__all__ = ["convert_call", "convert_print", "convert_assert", "convert_len", "convert_with",
-           "convert_append", "convert_pop", "convert_list_comprehension", "not_to_static", "MAX_RECURSION"]
+__all__ = [
+    "MAX_RECURSION",
+    "convert_append",
+    "convert_assert",
+    "convert_call",
+    "convert_len",
+    "convert_list_comprehension",
+    "convert_pop",
+    "convert_print",
+    "convert_with",
+    "not_to_static",
+]
 
 MAX_RECURSION = 64
 _NOT_TO_STATIC = "__hf_not_to_static__"
@@ -60,9 +76,9 @@ _depth: dict = {}
 
 
 def _converted(fn):
-    from . import jst_module
-    from ..function import convert_function, instantiate
     from ..errors import is_converted_code
+    from ..function import convert_function, instantiate
+    from . import jst_module
     if is_converted_code(fn.__code__):
         return fn
     new = instantiate(fn, convert_function(fn), jst_module())
@@ -204,7 +220,7 @@ def convert_assert(test, message=None):
         if not test:
             msg = message() if message is not None else None
             raise AssertionError(msg) if msg is not None else AssertionError()
-        return None
+        return
     from ...static import py_func
     frame = user_frame(1)
     where = f" ({frame.f_code.co_filename}, line {frame.f_lineno})" if frame else ""
@@ -216,7 +232,7 @@ def convert_assert(test, message=None):
         return ()
     run.__qualname__ = "assert"
     py_func(run, [test], [], has_side_effects=True)
-    return None
+    return
 
 
 def convert_len(value):
@@ -236,13 +252,8 @@ def convert_len(value):
 def _cast(python_type, dtype):
     def cast(value=0, *args):
         if is_static(value):
-            numel = 1
-            for s in value.shape:
-                numel *= max(s, 1)
-            if numel != 1:
-                raise located(f"{python_type.__name__}() of a tensor with shape "
-                              f"{tuple(value.shape)}: only one-element tensors convert",
-                              ValueError)
+            require_one_element(value, f"{python_type.__name__}() of a tensor with shape "
+                                       f"{tuple(value.shape)}: only one-element tensors convert")
             if dtype is bool_:
                 return value.reshape(()) != 0
             return value.reshape(()).astype(dtype)  # (int() truncates, as astype does)
@@ -253,8 +264,9 @@ def _cast(python_type, dtype):
 def convert_with(manager):
     """Context managers that behave the same while tracing (grad modes, null contexts) pass;
     any other one is refused, since its effect would only happen while tracing."""
-    from ...dygraph.autograd import set_grad_enabled
     import contextlib
+
+    from ...dygraph.autograd import set_grad_enabled
     if isinstance(manager, (set_grad_enabled, contextlib.nullcontext)) or \
             getattr(manager, "__hf_static_safe__", False):
         return manager

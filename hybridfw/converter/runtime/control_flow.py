@@ -11,15 +11,33 @@ import numpy as np
 from ...dtypes import bool_, int64, result_type
 from ...ops import elementwise as E
 from ...ops.registry import TensorLike, apply
-from ...static.control_flow import (_build_branch, _merge_shape, active_program, build_in,
-                                    cond, new_sub_block, outer_reads, to_variable, while_loop)
+from ...static.control_flow import (
+    _build_branch,
+    _merge_shape,
+    active_program,
+    build_in,
+    new_sub_block,
+    outer_reads,
+    to_variable,
+    while_loop,
+)
 from ...static.ir import Operator, Variable
 from ..errors import ConversionError, located
 from .tensor_array import TensorArray, is_tensor_array
-from .undefined import Undefined, is_undefined
+from .undefined import is_undefined
 
-__all__ = ["try_block", "convert_ifelse", "convert_while", "convert_for", "convert_range",
-           "convert_enumerate", "convert_zip", "to_predicate", "is_static", "TensorRange"]
+__all__ = [
+    "TensorRange",
+    "convert_enumerate",
+    "convert_for",
+    "convert_ifelse",
+    "convert_range",
+    "convert_while",
+    "convert_zip",
+    "is_static",
+    "to_predicate",
+    "try_block",
+]
 
 _NUMBERS = (int, float, bool, np.number, np.bool_)
 
@@ -29,7 +47,17 @@ def is_static(value) -> bool:
 
 
 def _tensorish(value) -> bool:
-    return isinstance(value, (Variable, TensorLike)) or isinstance(value, _NUMBERS)
+    return isinstance(value, (Variable, TensorLike, _NUMBERS))
+
+
+def require_one_element(value, message: str) -> None:
+    """Raise ``message`` (at the user's line) unless ``value`` has one element (dims only
+    known at run time count as one)."""
+    numel = 1
+    for s in value.shape:
+        numel *= max(s, 1)
+    if numel != 1:
+        raise located(message, ValueError)
 
 
 class try_block:
@@ -58,13 +86,9 @@ def to_predicate(value, what: str = "condition") -> Variable:
             frame.f_code.co_filename if frame else None, frame.f_lineno if frame else None,
             hint="an exception the program raises when it runs could not reach the handler; "
                  "move the try/except out of the converted function")
-    numel = 1
-    for s in value.shape:
-        numel *= max(s, 1)
-    if numel != 1:
-        raise located(f"the truth value of a tensor with shape {tuple(value.shape)} is "
-                      f"ambiguous (used as the {what}); reduce it with .any() or .all()",
-                      ValueError)
+    require_one_element(value, f"the truth value of a tensor with shape {tuple(value.shape)} "
+                               f"is ambiguous (used as the {what}); reduce it with .any() or "
+                               f".all()")
     if value.dtype is not bool_:
         value = apply(E.ne, value, 0)
     return value
@@ -153,6 +177,14 @@ def _zeros_for(program, like):
     return program.constant(np.zeros(shape, dtype=var.dtype.np))
 
 
+def _equal(a, b) -> bool:
+    """``a == b`` as a bool, False for objects whose ``==`` fails or is not a bool."""
+    try:
+        return (a == b) is True
+    except Exception:  # noqa: BLE001 - any object may come through a branch
+        return False
+
+
 class _Merge:
     """Pairs the values the two branches give each variable into ``cond`` outputs."""
 
@@ -187,11 +219,8 @@ class _Merge:
             return type(a)(*items) if hasattr(a, "_fields") else type(a)(items)
         if isinstance(a, dict) and isinstance(b, dict) and list(a) == list(b):
             return {k: self.value(a[k], b[k], f"{name}[{k!r}]") for k in a}
-        try:
-            if type(a) is type(b) and a == b:
-                return a
-        except Exception:  # noqa: BLE001 - objects without a usable ==
-            pass
+        if type(a) is type(b) and _equal(a, b):
+            return a
         raise located(f"if on a tensor condition: variable {name!r} is {_describe(a)} in the "
                       f"if branch but {_describe(b)} in the else branch; a static cond needs "
                       f"tensors (or numbers) of the same dtype in both", ConversionError)
@@ -256,7 +285,7 @@ def convert_while(cond_fn, body_fn, values, names):
 class _Carry:
     """How one variable crosses a static loop: as tensors (``count`` leaves), or unchanged."""
 
-    __slots__ = ("kind", "count", "structure", "value")
+    __slots__ = ("count", "kind", "structure", "value")
 
     def __init__(self, kind, count=0, structure=None, value=None):
         self.kind, self.count, self.structure, self.value = kind, count, structure, value
@@ -271,7 +300,7 @@ def _probe(program, body_fn, values):
         with build_in(program, scratch):
             stand_ins = []
             for v in values:
-                if isinstance(v, (Variable, TensorLike)) or isinstance(v, _NUMBERS):
+                if isinstance(v, (Variable, TensorLike, _NUMBERS)):
                     var = to_variable(program, v)
                     stand_ins.append(scratch.create_var(var.shape, var.dtype))
                 elif isinstance(v, list):
@@ -313,7 +342,7 @@ def _static_loop(cond_fn, body_fn, values, names):
                 if is_undefined(value) or _tree_leaves(value, got) != carry.structure:
                     raise located(f"loop on a tensor condition: variable {name!r} is "
                                   f"{_describe(value)} after an iteration, but the loop "
-                                  f"carries it as {_describe(_tree_build(carry.structure, iter(['tensor'] * carry.count)))}",  # noqa: E501
+                                  f"carries it as {_describe(_tree_build(carry.structure, iter(['tensor'] * carry.count)))}",
                                   ConversionError)
                 leaves.extend(got)
             elif carry.kind == "array":

@@ -10,8 +10,13 @@ from ...ops.registry import apply
 from ...static.control_flow import cond
 from .control_flow import is_static, to_predicate
 
-__all__ = ["convert_logical_and", "convert_logical_or", "convert_logical_not",
-           "convert_compare", "convert_ifexp"]
+__all__ = [
+    "convert_compare",
+    "convert_ifexp",
+    "convert_logical_and",
+    "convert_logical_not",
+    "convert_logical_or",
+]
 
 
 def _predicate_of(thunk):

@@ -67,7 +67,7 @@ class TensorArray:
         return cls(buffers, structure)
 
     @classmethod
-    def from_list_like(cls, items, array: "TensorArray"):
+    def from_list_like(cls, items, array: TensorArray):
         """``items`` (a Python list) as a tensor array of ``array``'s item structure, shapes
         and dtypes (built where the caller builds, without reading ``array``'s values)."""
         import hybridfw as hf
@@ -76,7 +76,7 @@ class TensorArray:
         return cls([hf.zeros((0, *(1 if s == -1 else s for s in b.shape[1:])), dtype=b.dtype)
                     for b in array.buffers], array.structure)
 
-    def append(self, item) -> "TensorArray":
+    def append(self, item) -> TensorArray:
         import hybridfw as hf
         leaves: list = []
         structure = _leaves(item, leaves)

@@ -1,7 +1,7 @@
 """Placeholders for names that are not bound on every path."""
 from __future__ import annotations
 
-__all__ = ["Undefined", "UNDEFINED_RETURN", "return_value", "is_undefined"]
+__all__ = ["UNDEFINED_RETURN", "Undefined", "is_undefined", "return_value"]
 
 
 class Undefined:

@@ -5,8 +5,16 @@ rewritten. Canonicalizing passes come first (returns to a single exit, break/con
 variables) so that the control-flow pass sees only loops without ``break``/``continue`` and
 functions with one ``return`` at the end.
 """
-from . import (asserts, break_continue, call_trees, control_flow, lists, logical,
-               return_statements, unsupported)
+from . import (
+               asserts,
+               break_continue,
+               call_trees,
+               control_flow,
+               lists,
+               logical,
+               return_statements,
+               unsupported,
+)
 
 # (name, transform, why it sits here)
 PIPELINE = (

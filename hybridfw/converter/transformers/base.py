@@ -5,8 +5,15 @@ import itertools
 
 import gast
 
-__all__ = ["Context", "JST", "is_generated", "runtime_call", "copy_location", "FUNCTIONS",
-           "LOOPS"]
+__all__ = [
+    "FUNCTIONS",
+    "JST",
+    "LOOPS",
+    "Context",
+    "copy_location",
+    "is_generated",
+    "runtime_call",
+]
 
 JST = "_jst"  # the name the converted code reaches the runtime helpers by
 _PREFIX = "_hf_"
