@@ -243,7 +243,18 @@ class StaticFunction:
         return converted_source(self.dygraph_function)
 
     def cache_info(self) -> CacheInfo:
+        """Hits, misses (traces) and the number of programs cached."""
         return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def signatures(self) -> list:
+        """The cached input signatures, readable: per tensor argument its shape (-1: dynamic)
+        and dtype, whether gradients were wanted and the train/eval modes."""
+        out = []
+        for structure, tensors, grad, mode in self._cache:
+            out.append({"tensors": [(shape, dtype.name) for shape, dtype, _ in tensors],
+                        "arguments": structure, "grad": grad,
+                        "training": None if mode is None else mode[0]})
+        return out
 
     @property
     def concrete_program(self) -> ConcreteProgram | None:

@@ -32,6 +32,8 @@ def test_one_trace_many_values_and_paths():
         assert int(got[1]) == want[1]
     info = f.cache_info()
     assert (info.misses, info.hits, info.programs) == (1, 5, 1)
+    (signature,) = f.signatures()
+    assert signature["tensors"] == [((4,), "float32")]
 
 
 def test_new_shape_retraces_and_logs_the_change(caplog):
