@@ -5,18 +5,20 @@ ops an LSTM step is about 14 ops forward and as many backward. Here the whole no
 a step is one kernel forward and one or two kernels backward (the matmuls stay outside, where
 BLAS does them).
 
-``lstm_cell(gates, c_prev)`` returns ``stack([h, c])``, the new hidden and cell state stacked
-along a new leading dim (shape ``(2, ..., H)``), rather than being two primitives: a registry op
-has one output, and two ops (one for ``h``, one for ``c``) would each evaluate the four gate
-activations and double the forward op count. The layer takes ``h`` and ``c`` apart as
+``lstm_cell(gates, c_prev)`` returns ``stack([h, c, i, f, g, o, tanh(c)])``: the new hidden and
+cell state, then the activations its backward needs, stacked along a new leading dim (shape
+``(7, ..., H)``), rather than being several primitives: a registry op has one output, and one op
+per value would each evaluate the gate activations. The layer takes ``h`` and ``c`` apart as
 ``hc[0]``/``hc[1]``: views that are contiguous (so the next step's ``h @ W_hh^T`` and the
-weight gradient get plain BLAS layouts, which a ``[h | c]`` column split would not give), and
-whose backward is a small ``(2, ..., H)`` scatter per step.
+weight gradient get plain BLAS layouts, which a ``[h | c]`` column split would not give).
+Keeping the activations (5 of the 7 slots) costs about what keeping the pre-activation gates
+did, and saves the backward every transcendental function: the backward of a step is a handful
+of multiplies. Every slot is differentiable (a gradient reaching i, f, g, o or tanh(c) is
+propagated like one reaching h or c).
 
 The gradient rules call ``lstm_cell_backward`` / ``gru_cell_backward`` with a ``wrt``
-attribute naming the input whose gradient they compute. Each recomputes the gate activations
-from the saved pre-activations (a few elementwise passes over ``(N, 4H)``, cheaper than keeping
-them), so only the inputs and, for LSTM, the output (which holds ``c``) are saved. These
+attribute naming the input whose gradient they compute. The GRU one recomputes its gate
+activations from the saved pre-activations; only its inputs are saved. These
 backward primitives are not differentiable: differentiating them raises a RuntimeError (double
 backward through an RNN cell is not supported) instead of silently giving zeros.
 """
@@ -67,85 +69,88 @@ def _lstm_cell_infer(gates, c_prev):
     hidden = _lstm_hidden("lstm_cell", gates)
     lead = tuple(gates.shape[:-1])
     _same_leading("lstm_cell", c_prev, lead + (hidden,), "c_prev")
-    return (2,) + lead + (hidden,), gates.dtype, None
+    return (LSTM_SLOTS,) + lead + (hidden,), gates.dtype, None
 
 
-def _lstm_gates(xp, gates):
-    hidden = gates.shape[-1] // 4
-    act = _sigmoid(xp, gates)  # i, f and o (the g columns are replaced below)
-    i, f, o = act[..., :hidden], act[..., hidden:2 * hidden], act[..., 3 * hidden:]
-    g = xp.tanh(gates[..., 2 * hidden:3 * hidden])
-    return i, f, g, o
+# The slots of lstm_cell's output: h and c, then what the backward would otherwise recompute.
+LSTM_SLOTS = 7  # h, c, i, f, g, o, tanh(c)
 
 
 def _lstm_cell_kernel(xp, gates, c_prev):
     hidden = gates.shape[-1] // 4
-    i, f, g, o = _lstm_gates(xp, gates)
-    out = xp.empty((2,) + gates.shape[:-1] + (hidden,), dtype=gates.dtype)
-    h, c = out[0], out[1]
+    out = xp.empty((LSTM_SLOTS,) + gates.shape[:-1] + (hidden,), dtype=gates.dtype)
+    h, c, i, f, g, o, tc = out
+    _sigmoid_kernel(xp, gates[..., :hidden], out=i)
+    _sigmoid_kernel(xp, gates[..., hidden:2 * hidden], out=f)
+    xp.tanh(gates[..., 2 * hidden:3 * hidden], out=g)
+    _sigmoid_kernel(xp, gates[..., 3 * hidden:], out=o)
     xp.multiply(f, c_prev, out=c)
     c += i * g
-    xp.tanh(c, out=h)
-    h *= o
+    xp.tanh(c, out=tc)
+    xp.multiply(o, tc, out=h)
     return out
 
 
 def _lstm_cell_grad(wrt):
     def rule(g, out, gates, c_prev):
-        return apply(lstm_cell_backward, g, gates, c_prev, out, wrt=wrt)
+        return apply(lstm_cell_backward, g, c_prev, out, wrt=wrt)
     return rule
 
 
 lstm_cell = register(
-    "lstm_cell", infer=_lstm_cell_infer, kernel=_lstm_cell_kernel, save=(0, 1),
+    "lstm_cell", infer=_lstm_cell_infer, kernel=_lstm_cell_kernel, save=(1,),
     save_output=True, vjp=(_lstm_cell_grad("gates"), _lstm_cell_grad("c_prev")),
     doc="One LSTM step from the pre-activation gates (..., 4H) in PyTorch's order i, f, g, o "
         "and c_prev (..., H): c = sigmoid(f) * c_prev + sigmoid(i) * tanh(g), "
-        "h = sigmoid(o) * tanh(c); returns stack([h, c]) of shape (2, ..., H).")
+        "h = sigmoid(o) * tanh(c); returns stack([h, c, i, f, g, o, tanh(c)]) of shape "
+        "(7, ..., H) (i, f, o the gate sigmoids, g the tanh of the cell gate): every slot is "
+        "differentiable, and the backward reads the activations instead of recomputing them.")
 
 
-def _lstm_cell_backward_infer(g, gates, c_prev, out, *, wrt):
+def _lstm_cell_backward_infer(g, c_prev, out, *, wrt):
     if wrt not in ("gates", "c_prev"):
         raise ValueError(f"lstm_cell_backward: wrt must be 'gates' or 'c_prev', got {wrt!r}")
-    return (tuple(gates.shape) if wrt == "gates" else tuple(c_prev.shape)), gates.dtype, None
+    lead, hidden = tuple(c_prev.shape[:-1]), c_prev.shape[-1]
+    return (lead + (4 * hidden if hidden != -1 else -1,) if wrt == "gates"
+            else tuple(c_prev.shape)), c_prev.dtype, None
 
 
-def _lstm_cell_backward_kernel(xp, g, gates, c_prev, out, *, wrt):
-    hidden = gates.shape[-1] // 4
-    if wrt == "c_prev":  # needs only f and o
-        i = gg = None
-        f = _sigmoid(xp, gates[..., hidden:2 * hidden])
-        o = _sigmoid(xp, gates[..., 3 * hidden:])
-    else:
-        i, f, gg, o = _lstm_gates(xp, gates)
-    dh, dc = g[0], g[1]
-    tc = xp.tanh(out[1])
-    # gradient reaching c: directly, and through h = o * tanh(c)
+def _lstm_cell_backward_kernel(xp, g, c_prev, out, *, wrt):
+    _, _, i, f, gg, o, tc = out
+    dh, dc, di, df, dg, do, dtc = g
+    # gradient reaching c: directly, and through tanh(c) (read by h = o * tanh(c))
     dct = o * dh
+    dct += dtc
     dct *= 1 - tc * tc
     dct += dc
     if wrt == "c_prev":
         dct *= f
         return dct
-    grad = xp.empty_like(gates)
-    di, df = grad[..., :hidden], grad[..., hidden:2 * hidden]
-    dg, do = grad[..., 2 * hidden:3 * hidden], grad[..., 3 * hidden:]
-    xp.multiply(dct, gg, out=di)
-    di *= i * (1 - i)
-    xp.multiply(dct, c_prev, out=df)
-    df *= f * (1 - f)
-    xp.multiply(dct, i, out=dg)
-    dg *= 1 - gg * gg
-    xp.multiply(dh, tc, out=do)
-    do *= o * (1 - o)
+    hidden = c_prev.shape[-1]
+    grad = xp.empty(c_prev.shape[:-1] + (4 * hidden,), dtype=c_prev.dtype)
+    gi, gf = grad[..., :hidden], grad[..., hidden:2 * hidden]
+    gc, go = grad[..., 2 * hidden:3 * hidden], grad[..., 3 * hidden:]
+    xp.multiply(dct, gg, out=gi)
+    gi += di
+    gi *= i * (1 - i)
+    xp.multiply(dct, c_prev, out=gf)
+    gf += df
+    gf *= f * (1 - f)
+    xp.multiply(dct, i, out=gc)
+    gc += dg
+    gc *= 1 - gg * gg
+    xp.multiply(dh, tc, out=go)
+    go += do
+    go *= o * (1 - o)
     return grad
 
 
 lstm_cell_backward = register(
     "lstm_cell_backward", infer=_lstm_cell_backward_infer, kernel=_lstm_cell_backward_kernel,
-    vjp=(_no_double_backward("lstm_cell"),) * 4,
+    vjp=(_no_double_backward("lstm_cell"),) * 3,
     doc="Gradient of lstm_cell with respect to gates or c_prev (attribute wrt), given the "
-        "gradient g of stack([h, c]); recomputes the gate activations. Not differentiable.")
+        "gradient g of its (7, ..., H) output, c_prev and that output (whose slots hold the "
+        "activations). Not differentiable.")
 
 
 # --------------------------------------------------------------------------- GRU

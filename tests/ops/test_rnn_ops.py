@@ -45,7 +45,7 @@ def rand(*shape, dtype=hf.float64, scale=2.0, seed=0):
 def test_lstm_cell_forward_matches_numpy(dtype, lead):
     gates, c = rand(*lead, 20, dtype=dtype, seed=1), rand(*lead, 5, dtype=dtype, seed=2)
     hc = apply(R.lstm_cell, gates, c)
-    assert hc.shape == (2,) + lead + (5,) and hc.dtype is dtype
+    assert hc.shape == (7,) + lead + (5,) and hc.dtype is dtype
     h_ref, c_ref = np_lstm_cell(gates.detach().numpy().astype(np.float64),
                                 c.detach().numpy().astype(np.float64))
     tol = 1e-6 if dtype is hf.float32 else 1e-13
@@ -81,8 +81,8 @@ def test_cells_are_finite_at_extreme_preactivations():
 def test_lstm_cell_gradients_match_finite_differences(seed):
     gates, c = rand(3, 16, seed=seed), rand(3, 4, seed=seed + 10)
     assert hf.autograd.gradcheck(lambda g, c: apply(R.lstm_cell, g, c), [gates, c], seed=seed)
-    # each output alone too (the h and c halves take different paths)
-    for k in (0, 1):
+    # each output alone too (h, c and the saved activations take different paths)
+    for k in range(7):
         assert hf.autograd.gradcheck(lambda g, c, k=k: apply(R.lstm_cell, g, c)[k], [gates, c],
                                      seed=seed)
 
@@ -114,7 +114,7 @@ def test_double_backward_is_refused_clearly():
 def test_inference_validates_shapes_and_dtypes():
     f32, f64 = hf.float32, hf.float64
     assert R.lstm_cell.infer(TensorMeta((-1, 8), f32), TensorMeta((-1, 2), f32)) == \
-        ((2, -1, 2), f32, None)
+        ((7, -1, 2), f32, None)
     assert R.gru_cell.infer(TensorMeta((-1, 6), f32), TensorMeta((-1, 6), f32),
                             TensorMeta((-1, 2), f32))[0] == (-1, 2)
     with pytest.raises(ValueError, match="lstm_cell: expected gates of shape"):
