@@ -3,7 +3,6 @@ declared_nonlocal and definitely_bound."""
 import textwrap
 
 import gast
-import pytest
 
 from hybridfw.converter.analysis import assigned_names, declared_nonlocal, definitely_bound
 from hybridfw.converter.analysis.scope import read_names
@@ -249,16 +248,10 @@ def test_outer_names_and_missing_target():
     assert definitely_bound(fn, other) == set()
 
 
-@pytest.mark.xfail(strict=True, reason="definitely_bound counts `del y` as a binding (assigned_names "
-                   "takes Del targets), so a deleted name counts as bound; control_flow then "
-                   "emits no Undefined guard and reads the unbound name")
 def test_deleted_name_is_not_bound():
     assert "y" not in bound_at("def f():\n    y = 0\n    del y\n    mark('here')")
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="declared_nonlocal documents 'this scope' but walks nested functions: "
-                          "an inner function's `nonlocal y` is reported for the outer scope")
 def test_declared_nonlocal_does_not_descend_into_nested_functions():
     stmts = body("""
         y = 0

@@ -1,5 +1,6 @@
-"""Analyses shared by the transformers: which names a piece of code assigns and reads, and
-which names are certainly bound at a point of a function."""
-from .scope import assigned_names, declared_nonlocal, definitely_bound, read_names
+"""Analyses shared by the transformers: which names a piece of code assigns and reads, which
+are local variables, and which names are certainly bound at a point of a function."""
+from .scope import assigned_names, declared_nonlocal, definitely_bound, local_names, read_names
 
-__all__ = ["assigned_names", "declared_nonlocal", "definitely_bound", "read_names"]
+__all__ = ["assigned_names", "declared_nonlocal", "definitely_bound", "local_names",
+           "read_names"]

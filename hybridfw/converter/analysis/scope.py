@@ -21,8 +21,9 @@ _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
 
 
 class _Assigned(gast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, item_targets: bool = True):
         self.names: dict = {}
+        self.item_targets = item_targets
 
     def visit_Name(self, node):
         if isinstance(node.ctx, (gast.Store, gast.Del)):
@@ -30,7 +31,7 @@ class _Assigned(gast.NodeVisitor):
 
     def visit_Subscript(self, node):
         # ``y[i] = v`` updates the tensor ``y`` (a static program rebinds it to a new value)
-        if isinstance(node.ctx, gast.Store):
+        if isinstance(node.ctx, gast.Store) and self.item_targets:
             base = node.value
             while isinstance(base, gast.Subscript):
                 base = base.value
@@ -70,9 +71,10 @@ class _Assigned(gast.NodeVisitor):
     visit_Nonlocal = visit_Global
 
 
-def assigned_names(nodes) -> list:
-    """Names bound by ``nodes`` (a node or a list), in first-binding order."""
-    visitor = _Assigned()
+def assigned_names(nodes, item_targets: bool = True) -> list:
+    """Names bound by ``nodes`` (a node or a list), in first-binding order; with
+    ``item_targets``, also the variables updated by item assignment (``y[i] = v``)."""
+    visitor = _Assigned(item_targets)
     for node in nodes if isinstance(nodes, list) else [nodes]:
         visitor.visit(node)
     return list(visitor.names)
@@ -89,13 +91,23 @@ def read_names(nodes) -> set:
 
 
 def declared_nonlocal(nodes) -> set:
-    """Names declared ``global`` or ``nonlocal`` in this scope."""
+    """Names declared ``global`` or ``nonlocal`` in this scope (not in nested functions)."""
     names = set()
-    for node in nodes if isinstance(nodes, list) else [nodes]:
-        for sub in gast.walk(node):
-            if isinstance(sub, (gast.Global, gast.Nonlocal)):
-                names.update(sub.names)
+    stack = [n for n in (nodes if isinstance(nodes, list) else [nodes])
+             if not isinstance(n, _SCOPES)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (gast.Global, gast.Nonlocal)):
+            names.update(node.names)
+        stack.extend(c for c in gast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
     return names
+
+
+def local_names(function) -> set:
+    """The local variables of ``function``: its parameters and the names it binds, less those
+    declared global or nonlocal."""
+    return (_params(function.args) | set(assigned_names(function.body, item_targets=False))) \
+        - declared_nonlocal(function.body)
 
 
 def _params(args: gast.arguments) -> set:
@@ -133,7 +145,9 @@ def _flow(stmts, bound: frozenset, target, found: list) -> frozenset:
             bound = _flow(stmt.body, inner, target, found)
             continue
         else:
-            bound = bound | frozenset(assigned_names(stmt))
+            deleted = frozenset(n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)
+                                and isinstance(n.ctx, gast.Del))
+            bound = (bound | frozenset(assigned_names(stmt))) - deleted
             continue
         bound = bound | _always_bound(stmt)
     return bound

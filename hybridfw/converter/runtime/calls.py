@@ -65,7 +65,10 @@ def _library_module(module_name: str) -> bool:
 
 
 def _user_function(fn) -> bool:
+    # (a decorated function -- functools.wraps sets __wrapped__ -- is called as it is: its
+    # source is the undecorated function's)
     return isinstance(fn, types.FunctionType) and fn.__name__ != "<lambda>" and \
+        not hasattr(fn, "__wrapped__") and \
         not getattr(fn, _NOT_TO_STATIC, False) and \
         not getattr(fn, "__hf_converted__", False) and \
         not _library_module(getattr(fn, "__module__", "") or "") and \

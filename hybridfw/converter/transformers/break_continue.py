@@ -70,6 +70,10 @@ class _Loops(gast.NodeTransformer):
     def _loop(self, node):
         self.generic_visit(node)  # inner loops first: their jumps are their own
         before, after = [], []
+        if node.orelse and not _jumps(node.body, gast.Break):
+            # without a break the else clause always runs after the loop: hoist it, so a
+            # break or continue in it is seen as the enclosing loop's
+            after, node.orelse = node.orelse, []
         if _jumps(node.body, gast.Continue):
             flag = self.ctx.new_name("continue")
             node.body = copy_location(replace("flag = False", flag=flag), node) + \

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gast
 
-from ..analysis import assigned_names, declared_nonlocal, definitely_bound
+from ..analysis import assigned_names, definitely_bound, local_names
 from ..templates import replace, replace_expr
 from .base import Context, copy_location, is_generated
 
@@ -34,17 +34,17 @@ class _ControlFlow(gast.NodeTransformer):
         self.generated: set = set()
 
     def visit_FunctionDef(self, node):
-        self.functions.append((node, declared_nonlocal(node.body)))
+        self.functions.append((node, local_names(node)))
         self.generic_visit(node)
         self.functions.pop()
         return node
 
     def _state(self, stmts, extra=()) -> list:
-        """The variables a construct must pass through: what it assigns, less generated
-        helper functions and names declared global/nonlocal."""
-        skip = self.functions[-1][1] if self.functions else set()
+        """The variables a construct must pass through: the local variables it assigns (or
+        updates by item assignment), less generated helper functions."""
+        local = self.functions[-1][1] if self.functions else None
         names = [n for n in assigned_names(stmts) + list(extra)
-                 if n not in self.generated and n not in skip]
+                 if n not in self.generated and (local is None or n in local)]
         return list(dict.fromkeys(n for n in names if not (is_generated(n) and
                                                            n.startswith("_hf_if_"))))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gast
 
-from ..analysis import assigned_names, declared_nonlocal
+from ..analysis import local_names
 from ..templates import replace, replace_expr
 from .base import Context, copy_location
 
@@ -45,11 +45,7 @@ class _Lists(gast.NodeTransformer):
         self.locals: list = []
 
     def visit_FunctionDef(self, node):
-        args = node.args
-        params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
-        params |= {a.id for a in (args.vararg, args.kwarg) if a is not None}
-        own = (params | set(assigned_names(node.body))) - declared_nonlocal(node.body)
-        self.locals.append(own)
+        self.locals.append(local_names(node))
         self.generic_visit(node)
         self.locals.pop()
         return node
@@ -62,8 +58,9 @@ class _Lists(gast.NodeTransformer):
             return node
         gen = node.generators[0]
         params = _params(gen.target)
-        if gen.ifs or gen.is_async or params is None:
-            return node
+        if gen.ifs or gen.is_async or params is None or \
+                any(isinstance(n, gast.NamedExpr) for n in gast.walk(node.elt)):
+            return node  # (a walrus must bind in the function, not in a lambda)
         if isinstance(gen.target, gast.Name):
             fn = replace_expr("lambda params: elt", params=params, elt=node.elt)
         else:  # unpack each item: (lambda a, b: elt)(*item)

@@ -127,7 +127,7 @@ def test_for_else_with_break_runs_else_under_the_flag():
     assert src(after) == "if (not _hf_break_0):\n    x = None"
 
 
-def test_else_without_break_left_on_the_loop():
+def test_else_without_break_runs_after_the_loop():
     node, _ = convert("""
         def f(xs):
             for x in xs:
@@ -138,7 +138,9 @@ def test_else_without_break_left_on_the_loop():
             return x
     """)
     loop = node.body[0]
-    assert src(loop.orelse[0]) == "x = None"
+    # without a break the else clause always runs: it is hoisted after the loop, where a
+    # break or continue in it belongs to the enclosing loop
+    assert loop.orelse == [] and src(node.body[1]) == "x = None"
 
 
 def test_inner_loop_jumps_are_its_own():
@@ -273,11 +275,6 @@ def break_in_inner_loop_else(xs):
     return n
 
 
-@pytest.mark.xfail(strict=True, raises=SyntaxError,
-                   reason="break_continue: a break in an inner loop's else clause belongs to the "
-                          "outer loop, but _rewrite does not descend into loop fields, so it "
-                          "stays a Break and ends up after the converted loop: "
-                          "SyntaxError 'break' outside loop")
 def test_break_in_inner_loop_else_clause():
     assert hf.jit.to_static(break_in_inner_loop_else)([[1, 2], [3]]) == \
         break_in_inner_loop_else([[1, 2], [3]]) == 3

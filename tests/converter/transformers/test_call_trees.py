@@ -207,10 +207,6 @@ def calls_decorated(a):
     return decorated(a)
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="convert_call converts a functools.wraps wrapper from the source "
-                          "inspect finds through __wrapped__ (the undecorated function), so the "
-                          "decorator is dropped: 2 instead of 4")
 def test_call_of_a_decorated_user_function_keeps_the_decorator():
     assert calls_decorated(1) == 4
     assert hf.jit.to_static(calls_decorated)(1) == 4
@@ -227,11 +223,6 @@ def with_user_contextmanager(x):
     return y
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="a @contextlib.contextmanager defined in user code is converted from "
-                          "the generator's source (through __wrapped__) and refused as 'a "
-                          "generator (yield)' located in contextlib.py, instead of reaching "
-                          "convert_with's 'with' refusal at the user's line")
 def test_user_contextmanager_refused_as_a_with():
     with pytest.raises(UnsupportedConstructError, match="'with' on the context manager"):
         hf.jit.to_static(with_user_contextmanager)(t(1.0))

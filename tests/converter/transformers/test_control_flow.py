@@ -334,10 +334,6 @@ def deleted_then_bound_in_if(c):
     return y
 
 
-@pytest.mark.xfail(strict=True, raises=UnboundLocalError,
-                   reason="control_flow: `del y` counts as a binding for definitely_bound, so "
-                          "no Undefined guard is emitted and `(y,)` is read unbound when the "
-                          "if's state is passed in")
 def test_name_deleted_then_bound_in_an_if():
     assert hf.jit.to_static(deleted_then_bound_in_if)(True) == 1
 
@@ -351,11 +347,6 @@ def item_assignment_to_global_in_if(x):
     return x
 
 
-@pytest.mark.xfail(strict=True, raises=UnboundLocalError,
-                   reason="control_flow: an item assignment `G[k] += 1` inside an if makes the "
-                          "module-level G state of the if (assigned_names takes the base of a "
-                          "subscript store), so G is rebound, becomes a local, is guarded to "
-                          "_jst.Undefined('G') and the item assignment fails")
 def test_item_assignment_to_a_global_dict_inside_if():
     COUNTS["n"] = 0
     assert hf.jit.to_static(item_assignment_to_global_in_if)(1) == 1
@@ -373,11 +364,6 @@ def nonlocal_in_inner_function(a):
     return y
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="control_flow: declared_nonlocal walks into nested functions, so `y`, "
-                          "declared nonlocal in an inner function, is left out of the outer if's "
-                          "state: the branch assigns a local of the branch function and the "
-                          "outer y keeps 0 (eager 2), even for a Python condition")
 def test_name_declared_nonlocal_only_in_an_inner_function_is_still_state():
     assert nonlocal_in_inner_function(1) == 2
     assert hf.jit.to_static(nonlocal_in_inner_function)(1) == 2

@@ -118,10 +118,6 @@ def test_closure_and_nonlocal_lists_not_rebound_in_the_inner_function():
     assert unparse(gast.gast_to_ast(inner2.body[1])).strip() == "acc.append(v)"
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="declared_nonlocal walks into nested functions, so `nonlocal acc` in "
-                          "an inner function makes the outer function's own list `acc` count "
-                          "as non-local there: its append is not rebound")
 def test_own_list_rebound_although_an_inner_function_declares_it_nonlocal():
     node, _ = convert("""
         def outer(x):
@@ -264,9 +260,5 @@ def comprehension_walrus(xs):
     return ys, last
 
 
-@pytest.mark.xfail(strict=True, raises=NameError,
-                   reason="lists: `[(last := f(x)) for x in xs]` becomes a lambda, and a walrus "
-                          "in a lambda binds in the lambda, not in the function as a walrus in "
-                          "a comprehension does: NameError for `last` afterwards")
 def test_walrus_in_a_rewritten_comprehension_binds_in_the_function():
     assert hf.jit.to_static(comprehension_walrus)([1, 2]) == ([2, 4], 4)
