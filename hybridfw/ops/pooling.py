@@ -188,7 +188,18 @@ def _max_backward_infer(g, indices, *, input_shape, overlapping):
     return tuple(input_shape), g.dtype, None
 
 
+def _runtime_input_shape(op: str, input_shape, g) -> tuple:
+    """``input_shape`` with the batch and channel dims a static program only knew as -1 taken
+    from the gradient (which has the same ones); spatial dims must be known."""
+    n, c, h, w = input_shape
+    if h == -1 or w == -1:
+        raise ValueError(f"{op}: the spatial dims of the input must be known when the program is "
+                         f"built, got input shape {tuple(input_shape)}")
+    return (g.shape[0] if n == -1 else n, g.shape[1] if c == -1 else c, h, w)
+
+
 def _max_backward_kernel(xp, g, indices, *, input_shape, overlapping):
+    input_shape = _runtime_input_shape("max_pool2d_backward", input_shape, g)
     n, c, h, w = input_shape
     planes = n * c
     flat_g = g.reshape(planes, -1)
@@ -280,6 +291,7 @@ def _avg_backward_infer(g, *, input_shape, **attrs):
 
 def _avg_backward_kernel(xp, g, *, input_shape, kernel_size, stride, padding, ceil_mode,
                          count_include_pad, divisor_override):
+    input_shape = _runtime_input_shape("avg_pool2d_backward", input_shape, g)
     h, w = input_shape[2:]
     if divisor_override is not None:
         g = g / divisor_override
@@ -347,6 +359,7 @@ def _adaptive_backward_infer(g, *, input_shape):
 
 
 def _adaptive_backward_kernel(xp, g, *, input_shape):
+    input_shape = _runtime_input_shape("adaptive_avg_pool2d_backward", input_shape, g)
     n, c, h, w = input_shape
     oh, ow = g.shape[2:]
     if h % oh == 0 and w % ow == 0:

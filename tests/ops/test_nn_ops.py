@@ -250,3 +250,20 @@ def test_gpu_matches_cpu(name):
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
 
+
+
+@pytest.mark.parametrize("pool", ["max", "avg", "adaptive"])
+def test_pooling_gradients_with_a_batch_dim_known_only_at_run_time(pool):
+    import hybridfw.nn.functional as F
+    fn = {"max": lambda t: F.max_pool2d(t, 2), "avg": lambda t: F.avg_pool2d(t, 2),
+          "adaptive": lambda t: F.adaptive_avg_pool2d(t, 1)}[pool]
+    w = hf.tensor(np.random.default_rng(0).normal(size=(1, 2, 4, 4)), requires_grad=True)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 2, 4, 4], "float64")
+        (gw,) = hf.static.gradients([(fn(x * w) * fn(x * w)).sum()], [w])
+    xv = np.random.default_rng(1).normal(size=(3, 2, 4, 4))
+    got = hf.static.Executor().run(prog, feed={"x": xv}, fetch_list=[gw])[0]
+    w2 = hf.tensor(w.detach().numpy(), requires_grad=True)
+    (fn(hf.tensor(xv) * w2) * fn(hf.tensor(xv) * w2)).sum().backward()
+    np.testing.assert_allclose(got.numpy(), w2.grad.numpy(), rtol=1e-12)
