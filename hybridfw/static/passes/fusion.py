@@ -10,6 +10,11 @@ and kernel). Single operators are left as they are. Operators reading a paramete
 ``assign_param`` writes (or a view of it) are not fused: the fused operator runs later, maybe
 after the write.
 
+Groups whose result is small -- every dim known and at most :data:`MIN_ELEMENTS` elements --
+are left unfused: on a few numbers one kernel call per op (a microsecond or two each) costs
+less than running the fused operator's plan, and a static loop over scalars is exactly where
+that per-call cost adds up.
+
 ``fused_elementwise`` has no gradient, so run fusion on inference programs or after
 :func:`hf.static.gradients` has built the backward (the pass list runs it after everything that
 may still need gradients).
@@ -33,7 +38,9 @@ from .analysis import assigned_state, readers, resolve_fetch
 from .clone import clone_program
 from .rewrite import erase_ops
 
-__all__ = ["run"]
+__all__ = ["run", "MIN_ELEMENTS"]
+
+MIN_ELEMENTS = 256
 
 
 def run(program: Program, fetch=None) -> Program:
@@ -63,8 +70,17 @@ def _fuse_block(block: Block, read: dict, protected: set, assigned: set) -> None
         groups[id(op)] = sorted(group, key=lambda o: position[id(o)]) + [op]
         producer[op.outputs[0]] = op
     for group in groups.values():
-        if len(group) > 1:
+        if len(group) > 1 and not _small(block.var(group[-1].outputs[0]).shape):
             _replace(block, group)
+
+
+def _small(shape) -> bool:
+    numel = 1
+    for s in shape:
+        if s == -1:
+            return False
+        numel *= s
+    return numel <= MIN_ELEMENTS
 
 
 def _private(block: Block, name: str, consumer, read: dict, protected: set) -> bool:

@@ -147,3 +147,15 @@ def test_asking_for_a_gradient_through_a_fused_op_says_why_not(apply_pass):
         target = out.global_block().var(y.name).sum()
         with pytest.raises(RuntimeError, match="fused_elementwise has no gradient"):
             hf.static.gradients(target, [x])
+
+
+def test_small_groups_stay_unfused_by_default(monkeypatch):
+    monkeypatch.setattr(fusion, "MIN_ELEMENTS", 256)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        small = (hf.static.data("s", [4, 4]) * 2.0 + 1.0).relu()
+        large = (hf.static.data("l", [64, 64]) * 2.0 + 1.0).relu()
+        dynamic = (hf.static.data("d", [-1, 2]) * 2.0 + 1.0).relu()
+    types = [op.type for op in fusion.run(prog, [small, large, dynamic]).global_block().ops]
+    assert types.count("fused_elementwise") == 2  # the (64, 64) and the (-1, 2) groups
+    assert types.count("relu") == 1 and types.count("mul") == 1
