@@ -29,7 +29,7 @@ Example::
     >>> print(run(prog, fetch=[y]))
     input x : (3,) float32
     t2 = fused_elementwise(x) {ops=(('mul', ('in0', 2.0), ()), ('add', ('op0', 1.0), ()), ('relu', ('op1',), ())), dtype=hybridfw.float32} : (3,) float32
-"""  # noqa: E501 - a printed line
+"""
 from __future__ import annotations
 
 from ..fused import FUSIBLE_OPS
@@ -38,7 +38,7 @@ from .analysis import assigned_state, readers, resolve_fetch
 from .clone import clone_program
 from .rewrite import erase_ops
 
-__all__ = ["run", "MIN_ELEMENTS"]
+__all__ = ["MIN_ELEMENTS", "run"]
 
 MIN_ELEMENTS = 256
 

@@ -38,7 +38,7 @@ def test_elementwise_groups_become_one_operator(apply_pass, golden, same_results
         t3 = exp(t2) : (-1, 3) float64
         t4 = sum(t3) {dim=None, keepdim=False} : () float64
         t11 = fused_elementwise(t3, t4, t2) {ops=(('gt', ('in0', 1.5), ()), ('clamp', ('in0',), (('max', 3.0), ('min', None))), ('neg', ('in0',), ()), ('where', ('op0', 'op1', 'op2'), ()), ('mul', ('op3', 'in1'), ()), ('sigmoid', ('in2',), ()), ('add', ('op4', 'op5'), ())), dtype=hybridfw.float64} : (-1, 3) float64
-    """)  # noqa: E501
+    """)
     for rows in (1, 4):
         same_results(prog, out, _feed(np.float64, rows), [y])
 
