@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..converter.errors import ConversionError, UnsupportedConstructError
+from ..converter.errors import ConversionError
 from ..converter.runtime.calls import _converted
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import is_undefined
@@ -305,7 +305,7 @@ class StaticFunction:
         if entry is None:
             try:
                 entry = self._trace(key, args, kwargs, leaves)
-            except UnsupportedConstructError as exc:
+            except ConversionError as exc:  # unsupported constructs included
                 if self.full_graph:
                     raise
                 self._fallback = exc

@@ -207,3 +207,13 @@ def test_truth_value_of_multi_element_tensor():
         hf.jit.to_static(ambiguous_truth)(hf.ones(3))
     assert "ambiguous" in str(info.value)
     assert f"line {_line_of(ambiguous_truth, 'if x > 0')}" in str(info.value)
+
+
+def test_source_not_available_falls_back_with_full_graph_false():
+    namespace = {}
+    exec("def no_source(x):\n    return x * 3\n", namespace)  # noqa: S102 - a function without a file
+    with pytest.raises(ConversionError, match="source"):
+        hf.jit.to_static(namespace["no_source"])(hf.ones(2))
+    f = hf.jit.to_static(namespace["no_source"], full_graph=False)
+    with pytest.warns(UserWarning, match="falling back to eager"):
+        assert f(hf.ones(2)).tolist() == [3.0, 3.0]
