@@ -4,11 +4,12 @@ under ``not flag``."""
 import textwrap
 
 import gast
-import numpy as np
 import pytest
 
 import hybridfw as hf
 from hybridfw.converter.function import unparse
+from hybridfw.converter.testing import assert_same_result as same
+from hybridfw.converter.testing import node_source as src
 from hybridfw.converter.transformers import break_continue
 from hybridfw.converter.transformers.base import Context
 
@@ -22,9 +23,6 @@ def convert(source: str):
     return node, unparse(gast.gast_to_ast(node)).strip()
 
 
-def src(node) -> str:
-    return unparse(gast.gast_to_ast(node)).strip()
-
 
 def jumps(node):
     return [n for n in gast.walk(node) if isinstance(n, (gast.Break, gast.Continue))]
@@ -33,13 +31,6 @@ def jumps(node):
 def t(*values):
     return hf.tensor(list(values), dtype=hf.float64)
 
-
-def same(eager, conv):
-    if isinstance(eager, hf.Tensor):
-        assert isinstance(conv, hf.Tensor) and tuple(conv.shape) == tuple(eager.shape)
-        np.testing.assert_allclose(conv.numpy(), eager.numpy())
-    else:
-        assert conv == eager and type(conv) is type(eager)
 
 
 # ---- structure -----------------------------------------------------------------------------

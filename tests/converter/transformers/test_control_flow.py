@@ -9,6 +9,8 @@ import pytest
 
 import hybridfw as hf
 from hybridfw.converter.function import unparse
+from hybridfw.converter.testing import assert_same_result as same
+from hybridfw.converter.testing import node_source as src
 from hybridfw.converter.transformers import break_continue, control_flow
 from hybridfw.converter.transformers.base import Context
 
@@ -21,9 +23,6 @@ def convert(source: str, with_breaks=False):
     node = control_flow.transform(node, ctx)
     return node, unparse(gast.gast_to_ast(node)).strip()
 
-
-def src(node) -> str:
-    return unparse(gast.gast_to_ast(node)).strip()
 
 
 def defs(node) -> dict:
@@ -45,17 +44,6 @@ def guarded(text) -> list:
 def t(*values):
     return hf.tensor(list(values), dtype=hf.float64)
 
-
-def same(eager, conv):
-    if isinstance(eager, hf.Tensor):
-        assert isinstance(conv, hf.Tensor) and tuple(conv.shape) == tuple(eager.shape)
-        np.testing.assert_allclose(conv.numpy(), eager.numpy())
-    elif isinstance(eager, (tuple, list)):
-        assert type(conv) is type(eager) and len(conv) == len(eager)
-        for e, c in zip(eager, conv):
-            same(e, c)
-    else:
-        assert conv == eager and type(conv) is type(eager)
 
 
 # ---- structure: if -----------------------------------------------------------------------

@@ -3,11 +3,11 @@
 import textwrap
 
 import gast
-import numpy as np
 import pytest
 
 import hybridfw as hf
 from hybridfw.converter.function import unparse
+from hybridfw.converter.testing import assert_same_result as same
 from hybridfw.converter.transformers import lists
 from hybridfw.converter.transformers.base import Context
 
@@ -26,17 +26,6 @@ def body_text(source: str) -> list:
 def t(*values):
     return hf.tensor(list(values), dtype=hf.float64)
 
-
-def same(eager, conv):
-    if isinstance(eager, hf.Tensor):
-        assert isinstance(conv, hf.Tensor) and tuple(conv.shape) == tuple(eager.shape)
-        np.testing.assert_allclose(conv.numpy(), eager.numpy())
-    elif isinstance(eager, (tuple, list)):
-        assert type(conv) is type(eager) and len(conv) == len(eager)
-        for e, c in zip(eager, conv):
-            same(e, c)
-    else:
-        assert conv == eager and type(conv) is type(eager)
 
 
 # ---- structure -----------------------------------------------------------------------------

@@ -3,11 +3,12 @@ inside loops also break, and what follows runs under ``not flag``."""
 import textwrap
 
 import gast
-import numpy as np
 import pytest
 
 import hybridfw as hf
 from hybridfw.converter.function import unparse
+from hybridfw.converter.testing import assert_same_result as same
+from hybridfw.converter.testing import node_source as src
 from hybridfw.converter.transformers import return_statements
 from hybridfw.converter.transformers.base import Context
 
@@ -36,20 +37,10 @@ def own_returns(fn):
     return out
 
 
-def src(node) -> str:
-    return unparse(gast.gast_to_ast(node)).strip()
-
 
 def t(*values):
     return hf.tensor(list(values), dtype=hf.float64)
 
-
-def same(eager, conv):
-    if isinstance(eager, hf.Tensor):
-        assert isinstance(conv, hf.Tensor) and tuple(conv.shape) == tuple(eager.shape)
-        np.testing.assert_allclose(conv.numpy(), eager.numpy())
-    else:
-        assert conv == eager and type(conv) is type(eager)
 
 
 # ---- structure -----------------------------------------------------------------------------
