@@ -25,8 +25,8 @@ def _matmul_infer(a, b):
     return batch + rows + cols, a.dtype, None
 
 
-def _matmul_kernel(xp, a, b):
-    return xp.matmul(a, b)
+def _matmul_kernel(xp, a, b, out=None):
+    return xp.matmul(a, b, out=out)
 
 
 def _mT(x):
@@ -64,7 +64,7 @@ def _matmul_grad_b(g, out, a, b):
 
 
 matmul = register("matmul", infer=_matmul_infer, kernel=_matmul_kernel, save=(0, 1),
-                  vjp=(_matmul_grad_a, _matmul_grad_b))
+                  supports_out=True, vjp=(_matmul_grad_a, _matmul_grad_b))
 
 
 # --------------------------------------------------------------------------- linear
@@ -80,10 +80,13 @@ def _linear_infer(x, w):
     return tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, None
 
 
-def _linear_kernel(xp, x, w):
+def _linear_kernel(xp, x, w, out=None):
     # one (rows, in) @ (in, out) BLAS call whatever the leading dims
-    out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T)
-    return out.reshape(x.shape[:-1] + (w.shape[0],))
+    rows = x.reshape(-1, x.shape[-1])
+    if out is not None:  # (a contiguous buffer: its 2-D view is a view)
+        xp.matmul(rows, w.T, out=out.reshape(rows.shape[0], w.shape[0]))
+        return out
+    return xp.matmul(rows, w.T).reshape(x.shape[:-1] + (w.shape[0],))
 
 
 def _rows(t):
@@ -101,7 +104,7 @@ def _linear_grad_w(g, out, x, w):
 
 
 linear = register("linear", infer=_linear_infer, kernel=_linear_kernel, save=(0, 1),
-                  vjp=(_linear_grad_x, _linear_grad_w),
+                  supports_out=True, vjp=(_linear_grad_x, _linear_grad_w),
                   doc="x @ w.T for a 2-D weight w of shape (out_features, in_features)")
 
 

@@ -76,9 +76,10 @@ def _lstm_cell_infer(gates, c_prev):
 LSTM_SLOTS = 7  # h, c, i, f, g, o, tanh(c)
 
 
-def _lstm_cell_kernel(xp, gates, c_prev):
+def _lstm_cell_kernel(xp, gates, c_prev, out=None):
     hidden = gates.shape[-1] // 4
-    out = xp.empty((LSTM_SLOTS,) + gates.shape[:-1] + (hidden,), dtype=gates.dtype)
+    if out is None:
+        out = xp.empty((LSTM_SLOTS,) + gates.shape[:-1] + (hidden,), dtype=gates.dtype)
     h, c, i, f, g, o, tc = out
     _sigmoid_kernel(xp, gates[..., :hidden], out=i)
     _sigmoid_kernel(xp, gates[..., hidden:2 * hidden], out=f)
@@ -99,7 +100,8 @@ def _lstm_cell_grad(wrt):
 
 lstm_cell = register(
     "lstm_cell", infer=_lstm_cell_infer, kernel=_lstm_cell_kernel, save=(1,),
-    save_output=True, vjp=(_lstm_cell_grad("gates"), _lstm_cell_grad("c_prev")),
+    save_output=True, supports_out=True,
+    vjp=(_lstm_cell_grad("gates"), _lstm_cell_grad("c_prev")),
     doc="One LSTM step from the pre-activation gates (..., 4H) in PyTorch's order i, f, g, o "
         "and c_prev (..., H): c = sigmoid(f) * c_prev + sigmoid(i) * tanh(g), "
         "h = sigmoid(o) * tanh(c); returns stack([h, c, i, f, g, o, tanh(c)]) of shape "
@@ -115,11 +117,11 @@ def _lstm_cell_backward_infer(g, c_prev, out, *, wrt):
             else tuple(c_prev.shape)), c_prev.dtype, None
 
 
-def _lstm_cell_backward_kernel(xp, g, c_prev, out, *, wrt):
-    _, _, i, f, gg, o, tc = out
+def _lstm_cell_backward_kernel(xp, g, c_prev, cell, *, wrt, out=None):
+    _, _, i, f, gg, o, tc = cell
     dh, dc, di, df, dg, do, dtc = g
     # gradient reaching c: directly, and through tanh(c) (read by h = o * tanh(c))
-    dct = o * dh
+    dct = xp.multiply(o, dh, out=out if wrt == "c_prev" else None)
     dct += dtc
     dct *= 1 - tc * tc
     dct += dc
@@ -127,7 +129,9 @@ def _lstm_cell_backward_kernel(xp, g, c_prev, out, *, wrt):
         dct *= f
         return dct
     hidden = c_prev.shape[-1]
-    grad = xp.empty(c_prev.shape[:-1] + (4 * hidden,), dtype=c_prev.dtype)
+    grad = out
+    if grad is None:
+        grad = xp.empty(c_prev.shape[:-1] + (4 * hidden,), dtype=c_prev.dtype)
     gi, gf = grad[..., :hidden], grad[..., hidden:2 * hidden]
     gc, go = grad[..., 2 * hidden:3 * hidden], grad[..., 3 * hidden:]
     xp.multiply(dct, gg, out=gi)
@@ -147,7 +151,7 @@ def _lstm_cell_backward_kernel(xp, g, c_prev, out, *, wrt):
 
 lstm_cell_backward = register(
     "lstm_cell_backward", infer=_lstm_cell_backward_infer, kernel=_lstm_cell_backward_kernel,
-    vjp=(_no_double_backward("lstm_cell"),) * 3,
+    supports_out=True, vjp=(_no_double_backward("lstm_cell"),) * 3,
     doc="Gradient of lstm_cell with respect to gates or c_prev (attribute wrt), given the "
         "gradient g of its (7, ..., H) output, c_prev and that output (whose slots hold the "
         "activations). Not differentiable.")
