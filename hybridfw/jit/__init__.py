@@ -34,14 +34,22 @@ __all__ = [
 ]
 
 
-def to_static(function_or_module=None, input_spec=None, full_graph: bool = True):
+def to_static(function_or_module=None, input_spec=None, full_graph: bool = True, *,
+              memory_budget=None):
     """Convert a function or an ``hf.nn.Module`` (its ``forward``) to run as static programs.
 
     Usable as ``@to_static``, ``@to_static(input_spec=[...])`` or ``to_static(model)`` (which
     converts ``model.forward`` in place and returns the model). See :class:`StaticFunction`.
+
+    ``memory_budget`` (training only): ``None`` keeps every forward value the backward reads;
+    ``'sqrt'`` or a number of bytes lets the backward recompute forward values instead
+    (:mod:`hybridfw.memory.recompute`; the plan is ``concrete_program.recompute_report``).
     """
+    if memory_budget is not None:
+        from ..memory.recompute import check_budget
+        check_budget(memory_budget)
     if function_or_module is None:
-        return lambda f: to_static(f, input_spec, full_graph)
+        return lambda f: to_static(f, input_spec, full_graph, memory_budget=memory_budget)
     from ..nn import Module
     if isinstance(function_or_module, Module):
         module = function_or_module
@@ -49,14 +57,16 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True)
         if isinstance(forward, StaticFunction):
             return module
         object.__setattr__(module, "forward",
-                           StaticFunction(forward, input_spec, full_graph, module))
+                           StaticFunction(forward, input_spec, full_graph, module,
+                                          memory_budget))
         return module
     if isinstance(function_or_module, StaticFunction):
         return function_or_module
     if not callable(function_or_module):
         raise TypeError(f"to_static: expected a function or an hf.nn.Module, got "
                         f"{type(function_or_module).__name__}")
-    return StaticFunction(function_or_module, input_spec, full_graph)
+    return StaticFunction(function_or_module, input_spec, full_graph,
+                          memory_budget=memory_budget)
 
 
 def get_code(function) -> str:

@@ -28,8 +28,11 @@ from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import is_undefined
 from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
+from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
 from ..static.ir import Variable
+from ..static.partition import split_forward_backward
+from ..static.passes import inplace as inplace_pass
 from .errors import add_user_location, origin_provider
 from .input_spec import InputSpec
 from .run_program import RunState, attach_node
@@ -138,6 +141,7 @@ class ConcreteProgram:
         self.executor = executor
         self.backward_program = backward
         self.saved_names: list = []
+        self.recompute_report = None  # a RecomputeReport when to_static had a memory_budget
         self.seed_names: list = []
         self.grad_names: list = []
         self.diff_inputs: list = []   # ("input", index) or ("param", tensor)
@@ -210,10 +214,12 @@ class StaticFunction:
     ``get_program(*example_inputs)``, ``cache_info()``.
     """
 
-    def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None):
+    def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None,
+                 memory_budget=None):
         self.dygraph_function = function
         self.input_spec = list(input_spec) if input_spec is not None else None
         self.full_graph = full_graph
+        self.memory_budget = None if memory_budget is None else check_budget(memory_budget)
         self.instance = instance
         self._cache: dict = {}
         self._hits = 0
@@ -232,7 +238,7 @@ class StaticFunction:
         bound = self._bound.get(id(instance))
         if bound is None or bound.instance is not instance:
             bound = StaticFunction(self.dygraph_function, self.input_spec, self.full_graph,
-                                   instance)
+                                   instance, self.memory_budget)
             self._bound[id(instance)] = bound
         return bound
 
@@ -401,11 +407,23 @@ class StaticFunction:
                                   "them to one dtype")
         grad_names = [g.name if g is not None else None for g in grads]
         present = [g for g in grad_names if g is not None]
-        whole = optimize(program, fetch=outputs.fetch + present, verify=False)
-        from ..static.partition import split_forward_backward
+        fetch = outputs.fetch + present
+        seed_names = [s.name for s in seeds]
+        report = None
+        if self.memory_budget is None:
+            whole = optimize(program, fetch=fetch, verify=False)
+        else:
+            # recompute after CSE (which would merge the clones into their originals) and
+            # before the in-place pass (the clones add late readers of forward values)
+            whole = optimize(program, fetch=fetch, disable=("inplace",), verify=False)
+            shapes = {n: tuple(t.shape) for n, t in zip(names, leaves)}
+            whole, report = recompute(whole, outputs.fetch, present, seed_names,
+                                      self.memory_budget, feed_shapes=shapes)
+            whole = inplace_pass.run(whole, fetch)
         forward, backward, saved = split_forward_backward(
-            whole, outputs.fetch, present, [s.name for s in seeds])
+            whole, outputs.fetch, present, seed_names)
         entry = ConcreteProgram(forward, outputs, names, executor, backward)
+        entry.recompute_report = report
         entry.saved_names = list(saved)
         entry.seed_names = [s.name for s in seeds]
         entry.grad_names = grad_names
