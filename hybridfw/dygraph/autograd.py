@@ -19,7 +19,7 @@ from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "run_backward", "GradMode"]
+           "run_backward", "GradMode", "BackwardPass"]
 
 
 class GradMode:
@@ -82,6 +82,14 @@ class enable_grad(set_grad_enabled):
             with enable_grad():
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class BackwardPass:
+    """What the running backward pass computes, for a node whose rule runs a nested pass
+    (``hf.memory.checkpoint``): ``capture`` holds the tensors ``hf.autograd.grad`` asked for,
+    or None when the pass accumulates into the leaves' ``.grad``."""
+
+    capture = None
 
 
 class Node:
@@ -211,7 +219,9 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         needed = _needed_nodes(order, targets)
     make = tensor_cls._from_saved
     prev_mode = GradMode.enabled
+    prev_capture = BackwardPass.capture
     GradMode.enabled = create_graph
+    BackwardPass.capture = capture
     try:
         for node in order:
             nid = id(node)
@@ -252,6 +262,7 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
                 node._release()
     finally:
         GradMode.enabled = prev_mode
+        BackwardPass.capture = prev_capture
     if capture is not None:
         return [buffers.get(id(t._node) if t._node is not None else id(t)) for t in capture]
     with set_grad_enabled(create_graph):

@@ -1,7 +1,8 @@
 """``hf.memory``: bytes held by live tensor storage, per device, exact at every moment.
 
 The counters live with the storage (``hybridfw.backend``); this package only reads them, and
-later holds the memory policies (checkpointing, recomputation).
+holds the memory policies (checkpointing in eager mode: :func:`checkpoint`,
+:func:`checkpoint_sequential`).
 
 Example::
 
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 from ..backend import _devices, cpu
 from ..backend import device as as_device
+from .checkpoint import checkpoint, checkpoint_sequential, is_recomputing
 
-__all__ = ["allocated", "peak", "reset_peak", "stats"]
+__all__ = ["allocated", "peak", "reset_peak", "stats", "checkpoint", "checkpoint_sequential",
+           "is_recomputing"]
 
 
 def _counter(device):

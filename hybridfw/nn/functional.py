@@ -22,6 +22,7 @@ import warnings
 
 from ..dtypes import as_dtype, int64
 from ..dygraph import no_grad
+from ..memory.checkpoint import is_recomputing
 from ..ops import composite as C
 from ..ops import creation as K
 from ..ops import elementwise as E
@@ -267,7 +268,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
 
     Training uses the batch statistics (biased variance) and, when running stats are given,
     updates them in place without recording a graph: ``running = (1 - momentum) * running +
-    momentum * batch`` with the *unbiased* batch variance, exactly like PyTorch.
+    momentum * batch`` with the *unbiased* batch variance, exactly like PyTorch -- except while
+    ``hf.memory.checkpoint`` recomputes the forward (:func:`hf.memory.is_recomputing`), which
+    must not update them a second time.
     """
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got "
@@ -290,6 +293,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
         mean = C.mean(input, dims, keepdim=True)
         centered = input - mean
         var = C.mean(centered * centered, dims, keepdim=True)
+        if is_recomputing():  # hf.memory.checkpoint's backward: the forward updated them
+            running_mean = running_var = None
         with no_grad():
             if running_mean is not None:
                 running_mean.mul_(1 - momentum).add_(C.reshape(mean, channels) * momentum)

@@ -5,6 +5,7 @@ import numbers
 
 from ...dtypes import int64
 from ...dygraph.tensor import tensor
+from ...memory.checkpoint import is_recomputing
 from ...ops.factories import empty, ones, zeros
 from .. import functional as F
 from .. import init
@@ -66,7 +67,8 @@ class _BatchNorm(Module):
             raise ValueError(f"{name}: expected input with num_features={self.num_features} "
                              f"channels (dim 1), got input of shape {tuple(input.shape)}")
         momentum = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None \
+                and not is_recomputing():
             self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average
                 momentum = 1.0 / float(self.num_batches_tracked)
