@@ -330,7 +330,13 @@ def _chain(fwd: _Forward) -> list | None:
 
 def _plan_chain(fwd: _Forward, chain: list, budget: float) -> set:
     """Exact dynamic program on a chain: the checkpoints minimizing the recompute cost with the
-    saved bytes within ``budget`` (else the fewest saved bytes)."""
+    saved bytes within ``budget`` (None when nothing fits).
+
+    The recompute cost alone barely depends on where the checkpoints go (each segment costs
+    about its length), so among the cheapest plans the one with the smallest sum of squared
+    segment bytes wins: even segments, hence the smallest backward peak (saved values plus the
+    segment being recomputed). Both are sums, so the order (cost, squares) is exact in the DP.
+    """
     ops = fwd.block.ops
     n = len(chain)
     names = [None] + [ops[i].outputs[0] for i in chain]
@@ -339,13 +345,14 @@ def _plan_chain(fwd: _Forward, chain: list, budget: float) -> set:
                         for j, i in enumerate(chain)]
     size = [0] + [fwd.nbytes(names[j]) for j in range(1, n + 1)]
     cost = [0.0] + [fwd.cost[i] for i in chain]
-    prefix = [0.0]
-    for c in cost[1:]:
+    prefix, bytes_prefix = [0.0], [0]
+    for c, b in zip(cost[1:], size[1:]):
         prefix.append(prefix[-1] + c)
-    # states[j]: Pareto front of (bytes of checkpoints before j, cost, back-pointer) with a
-    # checkpoint at j; j = n + 1 is the end
+        bytes_prefix.append(bytes_prefix[-1] + b)
+    # states[j]: Pareto front of (bytes of checkpoints before j, (cost, squares), back-pointer)
+    # with a checkpoint at j; j = n + 1 is the end
     states = [[] for _ in range(n + 2)]
-    states[0] = [(0, 0.0, None)]
+    states[0] = [(0, (0.0, 0), None)]
     for j in range(1, n + 2):
         candidates = []
         last_need = None  # the last value in (i, j) the backward reads
@@ -359,11 +366,16 @@ def _plan_chain(fwd: _Forward, chain: list, budget: float) -> set:
                     first_forced = m
             if last_need is not None and first_forced is not None and first_forced <= last_need:
                 break  # recomputing would go through a kept-only value; so for every earlier i
-            segment = prefix[last_need] - prefix[i] if last_need is not None else 0.0
+            if last_need is None:
+                segment, square = 0.0, 0
+            else:
+                segment = prefix[last_need] - prefix[i]
+                square = (bytes_prefix[last_need] - bytes_prefix[i]) ** 2
             add = size[i] if i > 0 and (need[i] or last_need is not None) else 0
-            for nbytes, c, _ in states[i]:
+            for nbytes, (c, sq), _ in states[i]:
                 if nbytes + add <= budget:
-                    candidates.append((nbytes + add, c + segment, (i, nbytes, c)))
+                    candidates.append((nbytes + add, (c + segment, sq + square),
+                                       (i, nbytes, (c, sq))))
         states[j] = _pareto(candidates)
     if not states[n + 1]:
         return None

@@ -240,3 +240,15 @@ def test_bad_strategy_is_refused():
     prog, forward_fetch, backward_fetch, seeds = chain_program(depth=2)
     with pytest.raises(ValueError, match="strategy"):
         recompute(prog, forward_fetch, backward_fetch, seeds, 100, strategy="optimal")
+
+
+def test_dp_spreads_checkpoints_evenly(x):
+    """Equal cost plans differ in their backward peak: the DP keeps segments even."""
+    _, concrete = train_step(hf.jit.to_static(mlp(), memory_budget=4 * ACTIVATION), x)
+    report = concrete.recompute_report
+    ops = concrete.program.global_block().ops
+    positions = [-1] + sorted(k for k, op in enumerate(ops) if op.outputs[0] in
+                              report.checkpoints)
+    gaps = [b - a for a, b in itertools.pairwise(positions)]
+    assert len(report.checkpoints) == 4
+    assert max(gaps) - min(gaps) <= 2  # two operators (one layer) per step
