@@ -2,22 +2,18 @@
 
 PYTEST_DONT_REWRITE: the user-level asserts under test keep Python's own messages.
 """
-import textwrap
 
 import gast
 import numpy as np
 import pytest
 
 import hybridfw as hf
-from hybridfw.converter.function import unparse
+from hybridfw.converter.testing import run_transforms
 from hybridfw.converter.transformers import asserts
-from hybridfw.converter.transformers.base import Context
 
 
 def convert(source: str):
-    node = gast.parse(textwrap.dedent(source)).body[0]
-    node = asserts.transform(node, Context())
-    return node, unparse(gast.gast_to_ast(node)).strip()
+    return run_transforms(source, asserts.transform)
 
 
 def calls_of(node, helper="convert_assert"):

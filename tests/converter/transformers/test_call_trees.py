@@ -2,23 +2,18 @@
 ``super(__class__, self)``, ``with`` items go through ``_jst.convert_with``."""
 import contextlib
 import functools
-import textwrap
 
-import gast
 import numpy as np
 import pytest
 
 import hybridfw as hf
 from hybridfw.converter import UnsupportedConstructError
-from hybridfw.converter.function import unparse
+from hybridfw.converter.testing import run_transforms
 from hybridfw.converter.transformers import call_trees
-from hybridfw.converter.transformers.base import Context
 
 
 def convert(source: str):
-    node = gast.parse(textwrap.dedent(source)).body[0]
-    node = call_trees.transform(node, Context())
-    return node, unparse(gast.gast_to_ast(node)).strip()
+    return run_transforms(source, call_trees.transform)
 
 
 def body_text(source: str) -> list:

@@ -1,6 +1,5 @@
 """lists: ``l.append(x)`` -> ``l = _jst.convert_append(l, x)``, ``l.pop(...)`` ->
 ``l, y = _jst.convert_pop(l, ...)``: list growth rebinds the list, so loops carry it."""
-import textwrap
 
 import gast
 import pytest
@@ -8,14 +7,12 @@ import pytest
 import hybridfw as hf
 from hybridfw.converter.function import unparse
 from hybridfw.converter.testing import assert_same_result as same
+from hybridfw.converter.testing import run_transforms
 from hybridfw.converter.transformers import lists
-from hybridfw.converter.transformers.base import Context
 
 
 def convert(source: str):
-    node = gast.parse(textwrap.dedent(source)).body[0]
-    node = lists.transform(node, Context())
-    return node, unparse(gast.gast_to_ast(node)).strip()
+    return run_transforms(source, lists.transform)
 
 
 def body_text(source: str) -> list:

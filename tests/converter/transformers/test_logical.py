@@ -1,22 +1,18 @@
 """logical: ``and``/``or``/``not``, comparison chains and conditional expressions become
 ``_jst.convert_*`` calls with thunks, keeping Python's short-circuit evaluation (also when a
 tensor decides: the right side is built into a branch and only runs when it is taken)."""
-import textwrap
 
 import gast
 import numpy as np
 import pytest
 
 import hybridfw as hf
-from hybridfw.converter.function import unparse
+from hybridfw.converter.testing import run_transforms
 from hybridfw.converter.transformers import logical
-from hybridfw.converter.transformers.base import Context
 
 
 def convert(source: str):
-    node = gast.parse(textwrap.dedent(source)).body[0]
-    node = logical.transform(node, Context())
-    return node, unparse(gast.gast_to_ast(node)).strip()
+    return run_transforms(source, logical.transform)
 
 
 def returned(expr: str) -> str:
