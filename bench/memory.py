@@ -8,7 +8,7 @@ The model: N x (Linear(width, width) + ReLU), loss ``(out * out).mean()``; one s
 backward. Modes:
 
 * ``eager``        no checkpointing;
-* ``ckpt``         ``hf.memory.checkpoint_sequential`` over the 2N modules, round(sqrt(N)) segments;
+* ``ckpt``         ``hf.memory.checkpoint_sequential`` over the N layers, round(sqrt(N)) segments;
 * ``static``       ``hf.jit.to_static(model)``;
 * ``static-sqrt``  ``hf.jit.to_static(model, memory_budget='sqrt')``;
 * ``static-<f>``   ``hf.jit.to_static(model, memory_budget=B)`` with B = f x the activation bytes
@@ -17,22 +17,23 @@ backward. Modes:
 What is measured (a separate, instrumented step; times come from un-instrumented steps):
 
 * **peak activation bytes** -- the most memory the step holds beyond the parameters, the input
-  and the parameter gradients.  Gradients are taken out because hybridfw's autograd engine keeps
-  every leaf gradient until the end of backward (and a static backward program fetches them all
-  at its end): at width 1024 / batch 256 a layer's weight gradient (4 MiB) is four times its
-  activation (1 MiB), so the raw step peak is the gradients at the end of backward in every mode
-  and says nothing about activations.
-  - eager modes: exact, from a timeline of every tensor storage created or freed during the step
-    (the storages ``hf.memory`` counts): the highest (live bytes - live bytes of the storages that
-    end up as ``p.grad``).  ``hf.memory.peak()`` cross-checks the timeline's raw peak.
-  - static modes: a static program's values live in an executor arena (``xp.empty`` once, at
-    compile time) and in plain arrays (the values the forward run leaves for the backward run,
-    heap values), none of which ``hf.memory`` counts.  So: ``tracemalloc`` (numpy reports every
-    data buffer to it) peak above the pre-step level, minus the bytes of the gradients returned
-    (all live at the end of the backward program, where the saved values are live too), plus the
-    forward and backward arenas.  Its parts are printed: ``saved`` (bytes the forward run leaves
-    for backward, program inputs excluded; the forward's output, which the backward reads too,
-    is in it, while the recompute report counts it under ``input_bytes``) and ``arenas``.
+  and the parameter gradients, as ``hf.memory`` counts it.  Gradients are taken out because they
+  all stay alive as ``p.grad`` (a static backward program also returns them all at its end): at
+  width 1024 / batch 256 a layer's weight gradient (4 MiB) is four times its activation
+  (1 MiB), so the raw step peak is mostly gradients and says little about activations.
+  Exact, from a timeline of every tensor storage ``hf.memory`` counts, created or freed during
+  the step: the highest (live bytes - live bytes of the storages that end up as ``p.grad``);
+  ``hf.memory.peak()`` cross-checks the timeline's raw peak.  For static modes the executor's
+  arenas (counted by ``hf.memory`` since compile time, before the step) are added, and the
+  values the forward leaves for the backward are in the timeline (``hf.memory`` counts them).
+* **tracemalloc** -- the same figure from what numpy really allocates (numpy reports every data
+  buffer to ``tracemalloc``): peak above the pre-step level, minus the gradients' bytes, plus
+  the arenas for static modes.  It also sees the temporaries numpy makes inside kernels and a
+  static program's heap values, which ``hf.memory`` does not count; the two columns agreeing is
+  the check that ``hf.memory``'s figures can be trusted.  For static modes its parts are
+  printed: ``saved`` (bytes the forward run leaves for backward, program inputs excluded; the
+  forward's output, which the backward reads too, is in it, while the recompute report counts
+  it under ``input_bytes``) and ``arenas``.
 * **bwd peak** -- the backward program's own run, comparable with the recompute report's
   ``planned_backward_peak_bytes`` (kept values + inputs + the backward arena): the arrays it is
   fed (the seed gradient excluded) + its arena + what numpy allocates while it runs (tracemalloc),
@@ -72,10 +73,9 @@ MB = 1 << 20
 class MLP(nn.Module):
     def __init__(self, depth, width):
         super().__init__()
-        layers = []
-        for _ in range(depth):
-            layers += [nn.Linear(width, width), nn.ReLU()]
-        self.body = nn.Sequential(*layers)
+        # one block per layer, so checkpoint_sequential splits N layers (not 2N modules)
+        self.body = nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.ReLU())
+                                    for _ in range(depth)])
 
     def forward(self, x):
         return self.body(x)
@@ -333,13 +333,29 @@ def measure(mode, depth, width, batch, repeat, budget_fraction=None):
         if static:
             del entry.run_backward
     gbytes = grad_bytes(model)
+    # hf.memory's own figures, from a timeline of the storages it counts (for static programs
+    # that includes the values the forward leaves for the backward; the arenas, counted too,
+    # were allocated at compile time, before the step)
+    grads_to_none(model)
+    gc.collect()
+    before = hf.memory.allocated()
+    hf.memory.reset_peak()
+    with StorageTimeline() as tl:
+        step()
+    hf_peak = hf.memory.peak() - before
+    raw, act = tl.peaks(grad_storages(model))
+    if raw != hf_peak:
+        print(f"  note: {mode} N={depth}: timeline peak {raw} != hf.memory.peak() delta "
+              f"{hf_peak}", file=sys.stderr)
+    row["hf_peak"] = hf_peak
     if static:
         entry = static_entry(model)
         arenas = arena_bytes(entry)
         row["arenas"] = arenas["forward"] + arenas["backward"]
         row["saved"] = holder["saved"] - holder["saved_inputs"]
         row["step_peak"] = tm_peak + row["arenas"]
-        row["act_peak"] = tm_peak - gbytes + row["arenas"]
+        row["tm_act_peak"] = tm_peak - gbytes + row["arenas"]
+        row["act_peak"] = act + row["arenas"]
         # the backward run: what it was fed (saved values and inputs), its arena, and whatever
         # else numpy held beyond the level before backward, gradients excluded
         row["bwd_peak"] = (holder["program_inputs"] - holder["seeds"] + arenas["backward"]
@@ -354,18 +370,7 @@ def measure(mode, depth, width, batch, repeat, budget_fraction=None):
                 budget_fraction, depth, width, batch)
     else:
         row["step_peak"] = tm_peak
-        grads_to_none(model)
-        gc.collect()
-        before = hf.memory.allocated()
-        hf.memory.reset_peak()
-        with StorageTimeline() as tl:
-            step()
-        hf_peak = hf.memory.peak() - before
-        raw, act = tl.peaks(grad_storages(model))
-        if raw != hf_peak:
-            print(f"  note: {mode} N={depth}: timeline peak {raw} != hf.memory.peak() delta "
-                  f"{hf_peak}", file=sys.stderr)
-        row["hf_peak"] = hf_peak
+        row["tm_act_peak"] = tm_peak - gbytes
         row["act_peak"] = act
     return row
 
@@ -387,12 +392,13 @@ def fmt_mb(v):
 
 
 def table(rows):
-    head = ("| mode | N | time (s) | peak act (MiB) | step peak (MiB) | saved (MiB) "
+    head = ("| mode | N | time (s) | peak act (MiB) | tracemalloc (MiB) | step peak (MiB) "
+            "| saved (MiB) "
             "| arenas (MiB) | bwd peak (MiB) | planned bwd peak (MiB) | meas/plan | recomputed |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['mode']} | {r['N']} | n/a: {r['error']} |" + " |" * 8)
+            lines.append(f"| {r['mode']} | {r['N']} | n/a: {r['error']} |" + " |" * 9)
             continue
         plan = r.get("planned")
         ratio = f"{r['bwd_peak'] / plan:.3f}" if plan else "-"
@@ -401,7 +407,7 @@ def table(rows):
         if r.get("planned_saved") is not None:
             saved += f" (plan {fmt_mb(r['planned_saved'])})"
         lines.append(f"| {r['mode']} | {r['N']} | {r['time']:.3f} | {fmt_mb(r['act_peak'])} | "
-                     f"{fmt_mb(r['step_peak'])} | {saved} | {fmt_mb(r.get('arenas'))} | "
+                     f"{fmt_mb(r['tm_act_peak'])} | {fmt_mb(r['step_peak'])} | {saved} | {fmt_mb(r.get('arenas'))} | "
                      f"{fmt_mb(r.get('bwd_peak'))} | {fmt_mb(plan)} | {ratio} | "
                      f"{'-' if rec is None else rec} |")
     return "\n".join(lines)

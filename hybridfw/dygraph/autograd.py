@@ -218,6 +218,11 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         targets = {id(t._node) if t._node is not None else id(t) for t in capture}
         needed = _needed_nodes(order, targets)
     make = tensor_cls._from_saved
+    # a leaf's gradient is complete once the last node with an edge to it has run: it goes into
+    # .grad right then, so the buffer is not held to the end of the pass (and .grad hooks see
+    # it while backward goes on)
+    ready = None if capture is not None else _last_users(order, leaves)
+    taken = {id(g._storage) for g in root_grads}
     prev_mode = GradMode.enabled
     prev_capture = BackwardPass.capture
     GradMode.enabled = create_graph
@@ -229,6 +234,8 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
                 continue
             g = buffers.get(nid)
             if g is None:
+                if ready is not None and nid in ready:
+                    _accumulate_ready(node, ready, leaves, buffers, taken, create_graph)
                 continue
             if capture is None or nid not in targets:
                 del buffers[nid]
@@ -260,41 +267,66 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
                     leaves[eid] = e
             if not retain_graph and (op.save or op.save_output):
                 node._release()
+            if ready is not None and nid in ready:
+                _accumulate_ready(node, ready, leaves, buffers, taken, create_graph)
     finally:
         GradMode.enabled = prev_mode
         BackwardPass.capture = prev_capture
     if capture is not None:
         return [buffers.get(id(t._node) if t._node is not None else id(t)) for t in capture]
     with set_grad_enabled(create_graph):
-        _accumulate_leaves(leaves, buffers, root_grads, create_graph)
+        for lid, leaf in leaves.items():   # roots that are leaves, and any left over
+            g = buffers.pop(lid, None)
+            if g is not None:
+                _accumulate(leaf, g, taken, create_graph)
     return None
 
 
-def _accumulate_leaves(leaves, buffers, root_grads, create_graph):
+def _last_users(order, leaves) -> dict:
+    """``id(node) -> [leaf ids]`` for the leaves whose last incoming edge is that node's (in
+    ``order``); leaves that are roots (``leaves`` so far) are left to the end of the pass."""
+    last = {}
+    for node in order:
+        for e in node.edges:
+            if e is not None and e.__class__ is not Node:
+                last[id(e)] = node
+    ready: dict = {}
+    for lid, node in last.items():
+        if lid not in leaves:
+            ready.setdefault(id(node), []).append(lid)
+    return ready
+
+
+def _accumulate_ready(node, ready, leaves, buffers, taken, create_graph):
+    """Move the complete gradients of the leaves ``node`` was the last to feed into ``.grad``
+    (called after the node ran, and also if it is skipped for having no gradient)."""
+    for lid in ready.pop(id(node)):
+        g = buffers.pop(lid, None)
+        if g is not None:
+            _accumulate(leaves[lid], g, taken, create_graph)
+
+
+def _accumulate(leaf, g, taken: set, create_graph: bool) -> None:
     # A gradient tensor may be shared (add passes one gradient to both inputs, a view shares
     # storage, the user's grad_output): a leaf only takes ownership of a gradient whose memory
     # nothing else in this pass holds; otherwise it gets a copy, so in-place updates of one
     # .grad (clip_grad_norm_, accumulation) never leak into another.
-    taken = {id(g._storage) for g in root_grads}
-    for lid, leaf in leaves.items():
-        g = buffers.get(lid)
-        if g is None:
-            continue
-        if leaf.grad is None:
-            # A view is fine (a transposed weight gradient) as long as it covers all of its
-            # storage and is writable (not a broadcast); otherwise copy.
-            data = g._data
-            shared = id(g._storage) in taken or not is_writeable(data) or \
-                g._storage.nbytes != data.nbytes
-            if create_graph:
-                leaf.grad = g.clone() if shared else g  # clone() stays differentiable here
-            elif shared:
-                leaf.grad = g.detach().clone()
-            else:
-                leaf.grad = g.detach()  # a plain tensor, never marked as a view of another
-            taken.add(id(leaf.grad._storage))
-        elif create_graph or leaf.grad._node is not None:
-            leaf.grad = leaf.grad + g
+    if leaf.grad is None:
+        # A view is fine (a transposed weight gradient) as long as it covers all of its
+        # storage and is writable (not a broadcast); otherwise copy.
+        data = g._data
+        shared = id(g._storage) in taken or not is_writeable(data) or \
+            g._storage.nbytes != data.nbytes
+        if create_graph:
+            leaf.grad = g.clone() if shared else g  # clone() stays differentiable here
+        elif shared:
+            leaf.grad = g.detach().clone()
         else:
-            leaf.grad._data += g._data
-            leaf.grad._storage.version += 1
+            leaf.grad = g.detach()  # a plain tensor, never marked as a view of another
+        taken.add(id(leaf.grad._storage))
+    elif create_graph or leaf.grad._node is not None:
+        with set_grad_enabled(create_graph):
+            leaf.grad = leaf.grad + g
+    else:
+        leaf.grad._data += g._data
+        leaf.grad._storage.version += 1

@@ -18,15 +18,32 @@ __all__ = ["RunState", "attach_node"]
 
 
 class RunState:
-    """What one forward run leaves for its backward."""
+    """What one forward run leaves for its backward.
 
-    __slots__ = ("entry", "grad_key", "grads", "saved")
+    ``saved``: the arrays of the values the backward program reads, in feed order;
+    ``storages``: their :class:`~hybridfw.backend.Storage` objects, so ``hf.memory`` counts
+    them for as long as the state holds them (the storage of the input or output tensor an
+    array belongs to, else one of its own); ``guards``: ``(storage, version, kind, index)`` of
+    the inputs and outputs shared with the caller, checked before the backward runs.
+    """
 
-    def __init__(self, entry, saved):
+    __slots__ = ("entry", "grad_key", "grads", "guards", "saved", "storages")
+
+    def __init__(self, entry, saved, storages=None):
         self.entry = entry
-        self.saved = saved   # arrays of the values the backward program reads, in feed order
+        self.saved = saved
+        self.storages = [] if storages is None else storages
+        self.guards = []
         self.grads = None
         self.grad_key = None
+
+    def check_versions(self) -> None:
+        for storage, version, kind, index in self.guards:
+            if storage.version != version:
+                raise RuntimeError(
+                    f"to_static: {kind} {index} of the converted function is needed for its "
+                    f"backward but was modified in place after the call (version {version} -> "
+                    f"{storage.version}); clone() it before changing it in place")
 
 
 def _rule(g, out, state, *metas, input_index):
@@ -34,6 +51,7 @@ def _rule(g, out, state, *metas, input_index):
         raise RuntimeError("to_static: double backward (create_graph=True) through a static "
                            "program is not supported")
     if state.grad_key is not g:
+        state.check_versions()
         entry = state.entry
         seeds = entry.split_gradient(g._data)
         arrays = list(state.saved) + seeds

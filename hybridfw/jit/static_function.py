@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..backend import Storage, array_device
 from ..converter.errors import ConversionError
 from ..converter.runtime.calls import _converted
 from ..converter.runtime.tensor_array import TensorArray
@@ -109,20 +110,24 @@ class _Outputs:
         return ("const", value)
 
     def build(self, tensors):
-        def build(s):
-            kind = s[0]
-            if kind == "leaf":
-                return tensors[s[1]]
-            if kind == "array":
-                arrays = TensorArray(tensors[s[1]:s[1] + s[2]], s[3])
-                return arrays.to_list(lambda t: t)
-            if kind == "seq":
-                items = [build(c) for c in s[2]]
-                return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
-            if kind == "dict":
-                return {k: build(c) for k, c in s[1]}
-            return s[1]
-        return build(self.structure)
+        return _build_result(self.structure, tensors)
+
+
+def _build_result(s, tensors):
+    """The call's result from its structure (a module-level function: a nested recursive
+    closure would be a reference cycle keeping ``tensors`` alive until the next gc)."""
+    kind = s[0]
+    if kind == "leaf":
+        return tensors[s[1]]
+    if kind == "array":
+        arrays = TensorArray(tensors[s[1]:s[1] + s[2]], s[3])
+        return arrays.to_list(lambda t: t)
+    if kind == "seq":
+        items = [_build_result(c, tensors) for c in s[2]]
+        return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
+    if kind == "dict":
+        return {k: _build_result(c, tensors) for k, c in s[1]}
+    return s[1]
 
 
 # ---- one traced program ------------------------------------------------------------------------
@@ -141,6 +146,8 @@ class ConcreteProgram:
         self.executor = executor
         self.backward_program = backward
         self.saved_names: list = []
+        self._saved_plan = None   # built on the first call (see _plan_saved)
+        self._saved_fetch: list = []
         self.recompute_report = None  # a RecomputeReport when to_static had a memory_budget
         self.seed_names: list = []
         self.grad_names: list = []
@@ -166,6 +173,23 @@ class ConcreteProgram:
         _ = block
         return seeds
 
+    def _plan_saved(self) -> list:
+        """Where each value the backward reads comes from: ``("input", i)`` (the i-th input
+        tensor), ``("output", k)`` (the k-th fetched result) or ``("fetch", j)`` (the j-th
+        extra fetch, in ``_saved_fetch``)."""
+        plan, extra = [], []
+        for name in self.saved_names:
+            if name in self.feed_names:
+                plan.append(("input", self.feed_names.index(name)))
+            elif name in self.fetch:
+                plan.append(("output", self.fetch.index(name)))
+            else:
+                plan.append(("fetch", len(extra)))
+                extra.append(name)
+        self._saved_fetch = extra
+        self._saved_plan = plan
+        return plan
+
     def run_backward(self, arrays):
         results = self._run(self.backward_program, arrays, self.grad_names_fetch)
         it = iter(results)
@@ -176,12 +200,28 @@ class ConcreteProgram:
         if self.backward_program is None:
             results = self._run(self.program, arrays, self.fetch)
             return self.outputs.build([wrap_array(r) for r in results])
-        results = self._run(self.program, arrays, self.fetch + self.saved_names)
+        plan = self._saved_plan
+        if plan is None:
+            plan = self._plan_saved()
+        results = self._run(self.program, arrays, self.fetch + self._saved_fetch)
         n = len(self.fetch)
-        outs, saved = results[:n], results[n:]
+        outs, extra = results[:n], results[n:]
         inputs = [tensors[i] if kind == "input" else i for kind, i in self.diff_inputs]
-        state = RunState(self, saved)
         wrapped = [wrap_array(r) for r in outs]
+        packed_outputs = len(self.float_outputs) != 1
+        saved, storages, shared = [], [], []
+        for kind, i in plan:
+            # an input or an output the backward reads is shared, not copied: its tensor's
+            # storage stays counted (and alive) with the state, and an in-place change of it
+            # before backward is caught as eager autograd catches it
+            if kind == "input" or (kind == "output" and not packed_outputs):
+                shared.append((kind, i))
+                arr = tensors[i]._data if kind == "input" else outs[i]
+            else:   # an extra fetch, or an output the node packs into a copy: the state's own
+                arr = extra[i] if kind == "fetch" else outs[i]
+                storages.append(Storage(arr.nbytes, array_device(arr)))
+            saved.append(arr)
+        state = RunState(self, saved, storages)
         self._shapes = {k: outs[k].shape for k in self.float_outputs}
         if len(self.float_outputs) == 1:
             k = self.float_outputs[0]
@@ -197,6 +237,10 @@ class ConcreteProgram:
                 size = outs[k].size
                 wrapped[k] = packed[offset:offset + size].reshape(outs[k].shape)
                 offset += size
+        for kind, i in shared:
+            st = (tensors[i] if kind == "input" else wrapped[i])._storage
+            storages.append(st)
+            state.guards.append((st, st.version, kind, i))
         return self.outputs.build(wrapped)
 
 

@@ -27,7 +27,7 @@ from ..dygraph.tensor import Tensor
 from ..ops.registry import current_interpreter
 from ..random import get_rng_state, set_rng_state
 
-__all__ = ["checkpoint", "checkpoint_sequential", "is_recomputing"]
+__all__ = ["checkpoint", "checkpoint_sequential", "is_recomputing", "segment_sizes"]
 
 
 class _Recomputation:
@@ -381,15 +381,45 @@ def _run_segment(functions, x):
     return x
 
 
+def segment_sizes(n: int, segments: int) -> list:
+    """How :func:`checkpoint_sequential` splits ``n`` functions into ``segments`` runs: the
+    sizes, first to last, that minimize the most activations alive at once.
+
+    While segment ``i`` (from 0) is backpropagated, the inputs of segments ``0..i-1`` are still
+    kept and segment ``i``'s activations are alive (recomputed, or for the last segment kept
+    from the forward). Counting one unit per function's activation and one per kept input, the
+    peak is ``max_i(i + size_i)``: equal sizes give about ``n/k + k``, sizes falling by one
+    per segment about ``n/k + k/2`` for the same ``k`` segments (and the same single
+    recomputation of each segment but the last).
+
+        >>> segment_sizes(64, 8)
+        [12, 11, 10, 9, 8, 7, 6, 1]
+        >>> segment_sizes(5, 5)
+        [1, 1, 1, 1, 1]
+    """
+    # the smallest peak m with sum(max(1, m - i)) >= n; then trim the excess from the tail
+    m = -(-n // segments)
+    while sum(max(1, m - i) for i in range(segments)) < n:
+        m += 1
+    sizes = [max(1, m - i) for i in range(segments)]
+    excess = sum(sizes) - n
+    for i in reversed(range(segments)):
+        take = min(excess, sizes[i] - 1)
+        sizes[i] -= take
+        excess -= take
+    return sizes
+
+
 def checkpoint_sequential(functions, segments: int, input,
                           preserve_rng_state: bool = True):
     """Run a chain of layers on ``input``, checkpointing all segments but the last.
 
     ``functions`` is an ``nn.Sequential`` or a list of callables applied one after another;
-    they are split into ``segments`` contiguous runs of (nearly) equal length. Only the input
-    of each checkpointed segment stays alive after the forward; backward recomputes each
-    segment once. With about ``sqrt(len(functions))`` segments the activations held at once
-    grow like the square root of the depth instead of linearly.
+    they are split into ``segments`` contiguous runs, longest first (:func:`segment_sizes`:
+    a segment backpropagated later has more kept inputs alive beside it, so it is made
+    shorter). Only the input of each checkpointed segment stays alive after the forward;
+    backward recomputes each segment once. With about ``sqrt(len(functions))`` segments the
+    activations held at once grow like the square root of the depth instead of linearly.
 
     Example::
 
@@ -414,10 +444,9 @@ def checkpoint_sequential(functions, segments: int, input,
     if not 1 <= segments <= len(functions):
         raise ValueError(f"checkpoint_sequential: segments must be between 1 and the number of "
                          f"functions ({len(functions)}), got {segments}")
-    size, extra = divmod(len(functions), segments)
     bounds = [0]
-    for s in range(segments):
-        bounds.append(bounds[-1] + size + (1 if s < extra else 0))
+    for size in segment_sizes(len(functions), segments):
+        bounds.append(bounds[-1] + size)
     for start, end in itertools.pairwise(bounds[:-1]):
         input = checkpoint(functools.partial(_run_segment, functions[start:end]), input,
                            preserve_rng_state=preserve_rng_state)

@@ -33,6 +33,7 @@ import os
 
 import numpy as np
 
+from ..backend import Storage, array_device
 from ..backend import device as as_device
 from ..dygraph.tensor import Tensor, wrap_array
 from ..ops.registry import TensorMeta, all_ops
@@ -212,10 +213,11 @@ class CompiledProgram:
     ``program.feeds`` order) to get the fetched arrays, each owning its memory.
 
     Attributes: ``source`` (the generated code), ``memory`` (the :class:`MemoryPlan`), ``arena``
-    (the one buffer all planned values live in), ``fetch_names``.
+    (the one buffer all planned values live in; ``hf.memory`` counts it while the plan is cached,
+    through ``storage``), ``fetch_names``.
     """
 
-    __slots__ = ("arena", "fetch_names", "function", "memory", "program", "source")
+    __slots__ = ("arena", "fetch_names", "function", "memory", "program", "source", "storage")
 
     def __call__(self, arrays):
         return self.function(*arrays)
@@ -284,6 +286,8 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     compiled.program = program
     compiled.memory = memory
     compiled.arena = arena
+    # hf.memory counts the arena for as long as the compiled plan is cached
+    compiled.storage = Storage(arena.nbytes, array_device(arena))
     compiled.fetch_names = tuple(fetch_names)
     return compiled
 

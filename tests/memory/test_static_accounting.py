@@ -1,0 +1,106 @@
+"""``hf.memory`` counts what static programs hold: the executor's arena (while its compiled plan
+is cached) and the values a to_static forward leaves for its backward (until backward frees
+them). Inputs and outputs the backward reads are shared with the caller's tensors, not copied,
+and changing them in place before backward is an error, as in eager autograd."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw import nn
+
+mem = hf.memory
+
+
+def test_the_executor_arena_is_counted_while_its_plan_is_cached():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [64, 64])
+        y = ((x * 2.0).exp() + x).tanh().sum()
+    exe = hf.static.Executor()
+    feed = {"x": np.ones((64, 64), np.float32)}
+    base = mem.allocated()
+    exe.run(prog, feed=feed, fetch_list=[y])
+    compiled = exe.compile(prog, feed=feed, fetch_list=[y])
+    arena = compiled.arena.nbytes
+    assert arena >= 64 * 64 * 4             # at least one (64, 64) intermediate lives there
+    assert mem.allocated() - base == arena  # the fetched scalar is a numpy array, not a tensor
+    exe.clear_cache()
+    del compiled
+    assert mem.allocated() == base
+
+
+class _Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(32, 32)
+        self.b = nn.Linear(32, 32)
+
+    def forward(self, x):
+        return self.b(self.a(x).relu()).tanh()
+
+
+def _step_figures(model, x):
+    """(allocated after forward, after backward) above the level before the forward."""
+    base = mem.allocated()
+    out = model(x)
+    after_forward = mem.allocated() - base
+    out.sum().backward()
+    del out
+    return after_forward, mem.allocated() - base
+
+
+def test_saved_values_are_counted_until_backward_frees_them():
+    hf.manual_seed(0)
+    eager = _Chain()
+    static = hf.jit.to_static(_Chain())
+    static.load_state_dict(eager.state_dict())
+    x = hf.randn(16, 32)
+    for m in (eager, static):          # warm up: trace, compile, and create the .grad tensors
+        m(x).sum().backward()
+    entry = static.forward._last
+    arenas = sum(c.storage.nbytes for c in entry.executor._cache.values())
+    fwd_eager, bwd_eager = _step_figures(eager, x)
+    fwd_static, bwd_static = _step_figures(static, x)
+    act = 16 * 32 * 4
+    # eager keeps relu(a(x)) (shared by relu's and b's backward) and the tanh output; the
+    # static forward keeps the same values; both free them in backward (the grads are added
+    # in place into the existing .grad tensors)
+    assert fwd_eager >= 2 * act
+    assert fwd_static == fwd_eager, (fwd_static, fwd_eager)
+    assert bwd_static == bwd_eager == 0
+    assert arenas > 0 and mem.allocated() >= arenas
+
+
+def test_an_input_the_backward_reads_is_shared_not_copied_and_guarded():
+    lin = nn.Linear(256, 256)
+
+    @hf.jit.to_static
+    def f(x):
+        return lin(x).sum()
+
+    x = hf.randn(128, 256)
+    f(x).backward()                         # warm-up
+    base = mem.allocated()
+    loss = f(x)
+    # the backward needs x (for the weight gradient) and nothing else: holding x itself adds
+    # nothing, a copy would add 128 KiB
+    assert mem.allocated() - base < 128 * 256 * 4
+    x.add_(1.0)
+    with pytest.raises(RuntimeError, match="input 0 .*modified in place"):
+        loss.backward()
+
+
+def test_an_output_the_backward_reads_is_guarded():
+    @hf.jit.to_static
+    def f(x):
+        return (x * 3.0).exp()
+
+    x = hf.randn(8, requires_grad=True)
+    y = f(x)
+    expected = 3.0 * y.detach().numpy()
+    (y * 1.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+    y = f(x)
+    y.mul_(2.0)
+    with pytest.raises(RuntimeError, match="output 0 .*modified in place"):
+        y.sum().backward()
