@@ -252,3 +252,19 @@ def test_dp_spreads_checkpoints_evenly(x):
     gaps = [b - a for a, b in itertools.pairwise(positions)]
     assert len(report.checkpoints) == 4
     assert max(gaps) - min(gaps) <= 2  # two operators (one layer) per step
+
+
+@pytest.mark.parametrize("budget", ["sqrt", 3 * ACTIVATION])
+def test_hf_memory_measures_the_planned_saved_bytes(x, budget):
+    """Between forward and backward hf.memory counts exactly what the plan keeps
+    (report.saved_bytes; the output is one of them, shared with the caller's tensor)."""
+    model = hf.jit.to_static(mlp(), memory_budget=budget)
+    train_step(model, x)                             # trace, compile, create .grad
+    report = model.forward._last.recompute_report
+    base = hf.memory.allocated()
+    y = model(x)
+    held = hf.memory.allocated() - base
+    assert held == report.saved_bytes, (held, report.saved_bytes)
+    (y * y).mean().backward()
+    del y
+    assert hf.memory.allocated() == base             # backward freed it all
