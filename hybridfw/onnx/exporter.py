@@ -1,0 +1,278 @@
+"""Lowering an optimized static program to an ONNX ModelProto.
+
+Each registry operator goes through its op's own lowering rule (``OpDef.onnx``, attached at the
+end of each module of :mod:`hybridfw.ops` with :func:`~hybridfw.ops.registry.onnx_rules`);
+``fused_elementwise`` lowers its sub-ops through theirs. The operators that are not registry
+ops are handled here:
+
+- ``cond`` becomes ``If``: each branch block becomes a subgraph whose outputs are the values the
+  branch yields; the blocks read enclosing values by name (ONNX's outer scope).
+- ``while`` becomes ``Loop`` with no trip count: the condition block is emitted once before the
+  loop (on the initial values, giving the Loop's initial condition) and again at the end of the
+  body graph (on the body's results), so data-dependent trip counts and loop-carried values map
+  directly. A list grown in the loop (a tensor array: a buffer concatenated each iteration) is a
+  loop-carried value whose first dim grows.
+- ``py_func`` (Python callbacks), ``assign_param`` (writes to parameters), ``while_grad`` and
+  differentiated loops (stacks) are refused with the op and the user's source line.
+
+Parameters become initializers named after the module's parameters (``fc1.weight``), inputs keep
+their InputSpec names with ``None`` dims as symbolic dims (``<input>_dim<i>``), intermediate
+values keep the program's variable names, outputs are ``output_<i>``.
+"""
+from __future__ import annotations
+
+from collections import ChainMap
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+from .. import __version__
+from ..ops.registry import OnnxNotExportable, TensorMeta, all_ops
+from ..static.ir import Block, Operator, Program, format_origin
+from .context import Graph, Names, OnnxExportError, RuleContext, table_rule, value_info
+
+__all__ = ["program_to_onnx", "EXPORTER_OPS"]
+
+# operator types the exporter itself handles (not registry ops, or not lowerable by a rule)
+EXPORTER_OPS = ("cond", "while", "while_grad", "py_func", "assign_param")
+
+
+def _origin_text(op: Operator) -> str:
+    return format_origin(op.origin)
+
+
+class _Exporter:
+    def __init__(self, program: Program, readable: dict):
+        self.program = program
+        self.readable = readable
+        self.names = Names()
+        self.main = Graph("hybridfw")
+        self.consts: dict = {}
+
+    # ---- values -----------------------------------------------------------------------------
+    def constant(self, array: np.ndarray) -> str:
+        key = (array.dtype.str, array.shape, array.tobytes())
+        name = self.consts.get(key)
+        if name is None:
+            name = self.names.fresh("const")
+            self.main.initializers.append(numpy_helper.from_array(array, name))
+            self.consts[key] = name
+        return name
+
+    def lookup(self, name: str, env: ChainMap) -> str:
+        """The ONNX name of program value ``name`` (parameters become initializers on first
+        use)."""
+        found = env.get(name)
+        if found is not None:
+            return found
+        tensor = self.program.params.get(name)
+        if tensor is None:
+            raise OnnxExportError(f"hf.onnx.export: the program reads {name!r}, which no "
+                                  "operator defines and which is not a parameter")
+        onnx_name = self.names.fresh(self.readable.get(name, name))
+        array = np.asarray(tensor.detach().cpu().numpy(), order="C")
+        self.main.initializers.append(numpy_helper.from_array(array, onnx_name))
+        env.maps[-1][name] = onnx_name
+        return onnx_name
+
+    def scalar_flag(self, graph: Graph, name: str, base: str) -> str:
+        """A one-element bool tensor as the 0-d tensor If and Loop take."""
+        out = self.names.fresh(f"{base}_flag")
+        graph.nodes.append(helper.make_node("Reshape", [name, self.constant(
+            np.zeros((0,), dtype=np.int64))], [out], name=self.names.fresh(f"Reshape_{base}")))
+        return out
+
+    def identity(self, graph: Graph, source: str, base: str) -> str:
+        out = self.names.fresh(base)
+        graph.nodes.append(helper.make_node("Identity", [source], [out],
+                                            name=self.names.fresh(f"Identity_{base}")))
+        return out
+
+    # ---- operators --------------------------------------------------------------------------
+    def emit_block(self, block: Block, graph: Graph, env: ChainMap) -> None:
+        for op in block.ops:
+            handler = _HANDLERS.get(op.type)
+            if handler is not None:
+                handler(self, op, block, graph, env)
+            else:
+                self.emit_registry_op(op, block, graph, env)
+
+    def emit_registry_op(self, op: Operator, block: Block, graph: Graph, env: ChainMap):
+        opdef = all_ops().get(op.type)
+        rule = None if opdef is None else opdef.onnx
+        if rule is None or isinstance(rule, OnnxNotExportable):
+            why = rule.reason if isinstance(rule, OnnxNotExportable) else \
+                "it has no ONNX lowering rule"
+            raise OnnxExportError(f"hf.onnx.export: op '{op.type}' cannot be exported: {why}"
+                                  f"{_origin_text(op)}")
+        args = [self.lookup(i, env) if isinstance(i, str) else i for i in op.inputs]
+        metas = [block.var(i) if isinstance(i, str) else i for i in op.inputs]
+        out_var = block.var(op.outputs[0])
+        try:
+            _, _, compute = opdef.infer(*metas, **op.attrs)
+        except (TypeError, ValueError) as exc:
+            raise OnnxExportError(f"hf.onnx.export: op '{op.type}': {exc}"
+                                  f"{_origin_text(op)}") from None
+        ctx = RuleContext(self, graph, op.type, args, metas, op.attrs,
+                          TensorMeta(out_var.shape, out_var.dtype), compute, out_var.name,
+                          op.origin)
+        result = self.apply_rule(opdef, ctx)
+        env[op.outputs[0]] = self.rename(ctx, result, out_var.name)
+
+    def apply_rule(self, opdef, ctx: RuleContext) -> str:
+        rule = opdef.onnx
+        if rule is None or isinstance(rule, OnnxNotExportable):
+            why = rule.reason if rule is not None else "it has no ONNX lowering rule"
+            raise ctx.fail(why)
+        if isinstance(rule, str):
+            return table_rule(ctx, rule)
+        return rule(ctx, *ctx.args, **ctx.attrs)
+
+    def rename(self, ctx: RuleContext, result: str, var_name: str) -> str:
+        """Give the rule's result the program variable's name (readable graphs)."""
+        node = ctx.produced.get(result)
+        if node is None:
+            return result
+        new = self.names.fresh(var_name)
+        for i, out in enumerate(node.output):
+            if out == result:
+                node.output[i] = new
+        return new
+
+
+# ---- control flow ---------------------------------------------------------------------------
+def _branch_graph(ex: _Exporter, op: Operator, block: Block, env: ChainMap, index: int):
+    label = ("then", "else")[index]
+    sub = Graph(ex.names.fresh(f"{op.outputs[0] if op.outputs else 'cond'}_{label}"))
+    branch_env = env.new_child()
+    ex.emit_block(op.blocks[index], sub, branch_env)
+    yielded = op.attrs[("true_outputs", "false_outputs")[index]]
+    for out_name, source in zip(op.outputs, yielded):
+        if source is None:
+            raise OnnxExportError(f"hf.onnx.export: the {label} branch of cond does not produce "
+                                  f"{out_name!r} (a program differentiated by "
+                                  "hf.static.gradients; export the inference program)"
+                                  f"{_origin_text(op)}")
+        var = op.blocks[index].var(source)
+        produced = ex.identity(sub, ex.lookup(source, branch_env), f"{out_name}_{label}")
+        sub.outputs.append(value_info(produced, var.dtype, var.shape))
+    return sub.make()
+
+
+def _emit_cond(ex: _Exporter, op: Operator, block: Block, graph: Graph, env: ChainMap):
+    flag = ex.scalar_flag(graph, ex.lookup(op.inputs[0], env), op.inputs[0])
+    then_graph = _branch_graph(ex, op, block, env, 0)
+    else_graph = _branch_graph(ex, op, block, env, 1)
+    outs = [ex.names.fresh(n) for n in op.outputs]
+    graph.nodes.append(helper.make_node("If", [flag], outs, name=ex.names.fresh("If"),
+                                        then_branch=then_graph, else_branch=else_graph))
+    for name, out in zip(op.outputs, outs):
+        env[name] = out
+
+
+def _emit_condition(ex: _Exporter, op: Operator, graph: Graph, env: ChainMap, values) -> str:
+    """The loop condition block on ``values``, in ``graph``; its flag as a 0-d bool."""
+    cond_env = env.new_child()
+    for arg, value in zip(op.attrs["cond_args"], values):
+        cond_env[arg] = value
+    ex.emit_block(op.blocks[0], graph, cond_env)
+    flag = op.attrs["cond_output"]
+    return ex.scalar_flag(graph, ex.lookup(flag, cond_env), flag)
+
+
+def _emit_while(ex: _Exporter, op: Operator, block: Block, graph: Graph, env: ChainMap):
+    attrs = op.attrs
+    if "stack" in attrs:
+        raise OnnxExportError("hf.onnx.export: this while loop was differentiated "
+                              "(hf.static.gradients keeps a stack of its iterations); export "
+                              f"the inference program{_origin_text(op)}")
+    count = len(attrs["body_args"])
+    init = [ex.lookup(n, env) if isinstance(n, str) else n for n in op.inputs[:count]]
+    first = _emit_condition(ex, op, graph, env, init)
+    body_block = op.blocks[1]
+    body = Graph(ex.names.fresh(f"{op.outputs[0]}_body"))
+    iteration, cond_in = ex.names.fresh("iteration"), ex.names.fresh("cond_in")
+    body.inputs += [value_info(iteration, "int64", ()), value_info(cond_in, "bool", ())]
+    body_env = env.new_child()
+    for arg in attrs["body_args"]:
+        var = body_block.var(arg)
+        name = body_env[arg] = ex.names.fresh(arg)
+        body.inputs.append(value_info(name, var.dtype, var.shape))
+    ex.emit_block(body_block, body, body_env)
+    results = [ex.lookup(n, body_env) for n in attrs["body_outputs"]]
+    flag = _emit_condition(ex, op, body, body_env, results)
+    body.outputs.append(value_info(ex.identity(body, flag, "cond_out"), "bool", ()))
+    for arg, result, final in zip(attrs["body_args"], results, op.outputs):
+        var = body_block.var(arg)
+        body.outputs.append(value_info(ex.identity(body, result, f"{final}_next"), var.dtype,
+                                       var.shape))
+    outs = [ex.names.fresh(n) for n in op.outputs[:count]]
+    graph.nodes.append(helper.make_node("Loop", ["", first, *init], outs,
+                                        name=ex.names.fresh("Loop"), body=body.make()))
+    for name, out in zip(op.outputs, outs):
+        env[name] = out
+
+
+def _refuse_py_func(ex: _Exporter, op: Operator, block: Block, graph: Graph, env: ChainMap):
+    from ..static.printer import function_name
+    name = function_name(op.attrs["fn"])
+    fn = op.attrs["fn"]
+    if (getattr(fn, "__module__", None) or "").startswith("hybridfw."):
+        name = fn.__qualname__
+    raise OnnxExportError(
+        f"hf.onnx.export: op 'py_func' cannot be exported: the program calls the Python "
+        f"function {name} (numpy or other Python code on tensors in converted code, or "
+        "print/assert of tensors); an ONNX model cannot call Python. Rewrite it with hybridfw "
+        f"ops to export it{_origin_text(op)}")
+
+
+def _refuse_assign_param(ex: _Exporter, op: Operator, block: Block, graph: Graph,
+                         env: ChainMap):
+    raise OnnxExportError(
+        f"hf.onnx.export: op 'assign_param' cannot be exported: the program writes parameter "
+        f"{op.inputs[0]!r} in place (an in-place update of a module's tensor, such as "
+        "BatchNorm's running statistics in training mode); an ONNX model has no state"
+        f"{_origin_text(op)}")
+
+
+def _refuse_while_grad(ex: _Exporter, op: Operator, block: Block, graph: Graph,
+                       env: ChainMap):
+    raise OnnxExportError("hf.onnx.export: op 'while_grad' cannot be exported: it is the "
+                          "backward of a loop; an exported model is inference only"
+                          f"{_origin_text(op)}")
+
+
+_HANDLERS = {"cond": _emit_cond, "while": _emit_while, "while_grad": _refuse_while_grad,
+             "py_func": _refuse_py_func, "assign_param": _refuse_assign_param}
+
+
+# ---- the model ------------------------------------------------------------------------------
+def program_to_onnx(program: Program, specs, fetch, readable: dict | None = None,
+                    opset_version: int = 18):
+    """The ONNX ModelProto of ``program`` called with inputs ``specs`` (InputSpecs, named as
+    the program's feeds) returning the values ``fetch`` (as ``output_<i>``)."""
+    ex = _Exporter(program, readable or {})
+    root: dict = {}
+    env = ChainMap(root)
+    block = program.global_block()
+    for spec in specs:
+        name = ex.names.fresh(spec.name)
+        root[spec.name] = name
+        var = block.var(spec.name)
+        dims = [f"{spec.name}_dim{i}" for i in range(len(spec.shape))]
+        ex.main.inputs.append(value_info(name, var.dtype, spec.shape, dims))
+    for i in range(len(fetch)):
+        ex.names.used.add(f"output_{i}")
+    ex.emit_block(block, ex.main, env)
+    for i, name in enumerate(fetch):
+        var = block.var(name)
+        out = f"output_{i}"
+        ex.main.nodes.append(helper.make_node("Identity", [ex.lookup(name, env)], [out],
+                                              name=ex.names.fresh(f"Identity_{out}")))
+        ex.main.outputs.append(value_info(out, var.dtype, var.shape))
+    opset = [helper.make_opsetid("", opset_version)]
+    model = helper.make_model(ex.main.make(), opset_imports=opset, producer_name="hybridfw",
+                              producer_version=__version__,
+                              ir_version=helper.find_min_ir_version_for(opset))
+    return model
+
