@@ -10,8 +10,9 @@ ops are handled here:
 - ``while`` becomes ``Loop`` with no trip count: the condition block is emitted once before the
   loop (on the initial values, giving the Loop's initial condition) and again at the end of the
   body graph (on the body's results), so data-dependent trip counts and loop-carried values map
-  directly. A list grown in the loop (a tensor array: a buffer concatenated each iteration) is a
-  loop-carried value whose first dim grows.
+  directly. A list grown in the loop (a tensor array: a buffer the body only extends with
+  ``concat(buffer, item)``) becomes a scan output of the Loop (one item per iteration, stacked by
+  ONNX Runtime); a buffer the loop also reads stays a loop-carried value whose first dim grows.
 - ``py_func`` (Python callbacks), ``assign_param`` (writes to parameters), ``while_grad`` and
   differentiated loops (stacks) are refused with the op and the user's source line.
 
@@ -89,8 +90,11 @@ class _Exporter:
         return out
 
     # ---- operators --------------------------------------------------------------------------
-    def emit_block(self, block: Block, graph: Graph, env: ChainMap) -> None:
+    def emit_block(self, block: Block, graph: Graph, env: ChainMap, skip=frozenset()) -> None:
+        """Emit ``block``'s operators into ``graph`` (those whose id is in ``skip`` aside)."""
         for op in block.ops:
+            if id(op) in skip:
+                continue
             handler = _HANDLERS.get(op.type)
             if handler is not None:
                 handler(self, op, block, graph, env)
@@ -180,6 +184,35 @@ def _emit_condition(ex: _Exporter, op: Operator, graph: Graph, env: ChainMap, va
     return ex.scalar_flag(graph, ex.lookup(flag, cond_env), flag)
 
 
+def _reads(ops, name: str) -> list:
+    return [op for op in ops if name in op.input_names()]
+
+
+def _tensor_arrays(op: Operator) -> dict:
+    """Loop variables that are tensor arrays: index -> (the body's append op, the appended
+    (1, ...) value). Such a variable is a buffer the body only extends, ``concat(buffer,
+    item, dim=0)``, and that nothing else in the loop reads; its items become a scan output."""
+    attrs, (cond_block, body_block) = op.attrs, op.blocks
+    found = {}
+    for k, (arg, out) in enumerate(zip(attrs["body_args"], attrs["body_outputs"])):
+        readers = _reads(body_block.ops, arg)
+        if len(readers) != 1 or readers[0].type != "concat":
+            continue
+        append = readers[0]
+        if append.outputs != (out,) or append.attrs.get("dim") != 0 or \
+                len(append.inputs) != 2 or append.inputs[0] != arg or \
+                not isinstance(append.inputs[1], str):
+            continue
+        if _reads(body_block.ops, out) or list(attrs["body_outputs"]).count(out) != 1 or \
+                arg in attrs["body_outputs"]:
+            continue
+        cond_arg = attrs["cond_args"][k]
+        if _reads(cond_block.ops, cond_arg) or attrs["cond_output"] == cond_arg:
+            continue
+        found[k] = (append, append.inputs[1])
+    return found
+
+
 def _emit_while(ex: _Exporter, op: Operator, block: Block, graph: Graph, env: ChainMap):
     attrs = op.attrs
     if "stack" in attrs:
@@ -187,30 +220,58 @@ def _emit_while(ex: _Exporter, op: Operator, block: Block, graph: Graph, env: Ch
                               "(hf.static.gradients keeps a stack of its iterations); export "
                               f"the inference program{_origin_text(op)}")
     count = len(attrs["body_args"])
-    init = [ex.lookup(n, env) if isinstance(n, str) else n for n in op.inputs[:count]]
+    arrays = _tensor_arrays(op)
+    carried = [k for k in range(count) if k not in arrays]
+    init = ["" if k in arrays else ex.lookup(n, env) for k, n in enumerate(op.inputs[:count])]
     first = _emit_condition(ex, op, graph, env, init)
     body_block = op.blocks[1]
     body = Graph(ex.names.fresh(f"{op.outputs[0]}_body"))
     iteration, cond_in = ex.names.fresh("iteration"), ex.names.fresh("cond_in")
     body.inputs += [value_info(iteration, "int64", ()), value_info(cond_in, "bool", ())]
     body_env = env.new_child()
-    for arg in attrs["body_args"]:
-        var = body_block.var(arg)
-        name = body_env[arg] = ex.names.fresh(arg)
+    for k in carried:
+        var = body_block.var(attrs["body_args"][k])
+        name = body_env[var.name] = ex.names.fresh(var.name)
         body.inputs.append(value_info(name, var.dtype, var.shape))
-    ex.emit_block(body_block, body, body_env)
-    results = [ex.lookup(n, body_env) for n in attrs["body_outputs"]]
-    flag = _emit_condition(ex, op, body, body_env, results)
+    ex.emit_block(body_block, body, body_env, skip={id(a) for a, _ in arrays.values()})
+    results = [None if k in arrays else ex.lookup(n, body_env)
+               for k, n in enumerate(attrs["body_outputs"])]
+    flag = _emit_condition(ex, op, body, body_env, [r or "" for r in results])
     body.outputs.append(value_info(ex.identity(body, flag, "cond_out"), "bool", ()))
-    for arg, result, final in zip(attrs["body_args"], results, op.outputs):
-        var = body_block.var(arg)
-        body.outputs.append(value_info(ex.identity(body, result, f"{final}_next"), var.dtype,
-                                       var.shape))
-    outs = [ex.names.fresh(n) for n in op.outputs[:count]]
-    graph.nodes.append(helper.make_node("Loop", ["", first, *init], outs,
-                                        name=ex.names.fresh("Loop"), body=body.make()))
-    for name, out in zip(op.outputs, outs):
-        env[name] = out
+    for k in carried:
+        var = body_block.var(attrs["body_args"][k])
+        body.outputs.append(value_info(ex.identity(body, results[k], f"{op.outputs[k]}_next"),
+                                       var.dtype, var.shape))
+    for k, (_, item) in arrays.items():  # one item per iteration, stacked by the Loop
+        var = body_block.var(item)
+        squeezed = ex.names.fresh(f"{op.outputs[k]}_item")
+        body.nodes.append(helper.make_node("Squeeze", [ex.lookup(item, body_env),
+                                                       ex.constant(np.zeros(1, np.int64))],
+                                           [squeezed], name=ex.names.fresh("Squeeze_item")))
+        body.outputs.append(value_info(squeezed, var.dtype, var.shape[1:]))
+    outs = {k: ex.names.fresh(op.outputs[k]) for k in carried}
+    outs.update({k: ex.names.fresh(f"{op.outputs[k]}_items") for k in arrays})
+    graph.nodes.append(helper.make_node(
+        "Loop", ["", first, *(init[k] for k in carried)],
+        [outs[k] for k in carried] + [outs[k] for k in arrays],
+        name=ex.names.fresh("Loop"), body=body.make()))
+    for k in carried:
+        env[op.outputs[k]] = outs[k]
+    for k in arrays:
+        env[op.outputs[k]] = _after_initial_items(ex, graph, env, op, k, outs[k])
+
+
+def _after_initial_items(ex: _Exporter, graph: Graph, env: ChainMap, op: Operator, k: int,
+                         items: str) -> str:
+    """The final buffer: the loop's items after the buffer's initial items (none, usually)."""
+    source = op.inputs[k]
+    tensor = ex.program.params.get(source)
+    if tensor is not None and tensor.shape[0] == 0:
+        return items
+    out = ex.names.fresh(op.outputs[k])
+    graph.nodes.append(helper.make_node("Concat", [ex.lookup(source, env), items], [out], axis=0,
+                                        name=ex.names.fresh("Concat_items")))
+    return out
 
 
 def _refuse_py_func(ex: _Exporter, op: Operator, block: Block, graph: Graph, env: ChainMap):

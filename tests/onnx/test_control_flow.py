@@ -136,3 +136,50 @@ def test_static_control_flow_functions_export_too(tmp_path):
                                                           np.float32)):
         base = np.exp(x) if x.mean() > 0 else np.abs(x)
         np.testing.assert_allclose(run_ort(path, x)[0], base ** 3, rtol=1e-5)
+
+
+def grown_from_start(x, n):
+    states = [x]
+    i = 0
+    while i < n:
+        x = x * 3.0
+        states.append(x)
+        i += 1
+    return hf.stack(states).sum(dim=0)
+
+
+def reads_its_list(x, n):
+    out = []
+    while len(out) < n:
+        out.append(x + len(out))
+    return out
+
+
+def _loops(graph) -> list:
+    return [node for node in graph.node if node.op_type == "Loop"]
+
+
+def test_tensor_array_becomes_a_scan_output(tmp_path):
+    model, _ = _export(grown, [InputSpec([3]), InputSpec([], "int64")], tmp_path)
+    (loop,) = _loops(model.graph)
+    carried = len(loop.input) - 2
+    assert len(loop.output) == carried + 1  # the list: one scan output, not carried
+    assert len(loop.attribute[0].g.output) == 1 + carried + 1
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_tensor_array_with_initial_items(n, tmp_path):
+    _, path = _export(grown_from_start, [InputSpec([None]), InputSpec([], "int64")], tmp_path)
+    x = np.array([1.0, -2.0], dtype=np.float32)
+    (got,) = run_ort(path, x, np.array(n, dtype=np.int64))
+    np.testing.assert_allclose(got, sum(x * 3.0 ** k for k in range(n + 1)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_tensor_array_read_in_the_loop_stays_carried(n, tmp_path):
+    model, path = _export(reads_its_list, [InputSpec([2]), InputSpec([], "int64")], tmp_path)
+    (loop,) = _loops(model.graph)
+    assert len(loop.output) == len(loop.input) - 2  # no scan output: the condition reads it
+    x = np.array([0.5, 1.0], dtype=np.float32)
+    (got,) = run_ort(path, x, np.array(n, dtype=np.int64))
+    np.testing.assert_allclose(got, np.array([x + k for k in range(n)]).reshape(n, 2))
