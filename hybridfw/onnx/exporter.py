@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import ChainMap
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import helper, numpy_helper, shape_inference
 
 from .. import __version__
 from ..ops.registry import OnnxNotExportable, TensorMeta, all_ops
@@ -335,5 +335,26 @@ def program_to_onnx(program: Program, specs, fetch, readable: dict | None = None
     model = helper.make_model(ex.main.make(), opset_imports=opset, producer_name="hybridfw",
                               producer_version=__version__,
                               ir_version=helper.find_min_ir_version_for(opset))
+    _name_output_dims(model)
     return model
+
+
+def _name_output_dims(model) -> None:
+    """Outputs take the dims shape inference finds where the program knew them only at run
+    time (``output_0: [input_0_dim0, 10]`` rather than ``[?, 10]``)."""
+    try:
+        inferred = shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - the checker reports real problems; this is cosmetic
+        return
+    by_name = {o.name: o for o in inferred.graph.output}
+    for output in model.graph.output:
+        found = by_name.get(output.name)
+        dims, new = output.type.tensor_type.shape.dim, found and found.type.tensor_type
+        if new is None or not new.HasField("shape") or len(new.shape.dim) != len(dims):
+            continue
+        for dim, known in zip(dims, new.shape.dim):
+            named = known.HasField("dim_param") and not known.dim_param.startswith("unk__")
+            if not dim.HasField("dim_value") and not dim.HasField("dim_param") and \
+                    (named or known.HasField("dim_value")):
+                dim.CopyFrom(known)
 

@@ -228,7 +228,17 @@ __all__ = ["reshape", "permute", "broadcast_to", "concat", "concat_backward", "t
 
 # ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
 def _onnx_reshape(ctx, a, *, shape):
-    return ctx.reshape(a, shape)
+    source, target = ctx.metas[0].shape, list(shape)
+    if target.count(-1) == 1 and 0 not in target:
+        i = target.index(-1)
+        rest = [s for j, s in enumerate(source) if j != i]
+        if i < len(source) and source[i] == -1 and -1 not in rest and \
+                numel(rest) == numel(s for s in target if s != -1):
+            # the inferred dim is the input's own unknown dim: copy it (ONNX's 0), which keeps a
+            # symbolic dim symbolic for shape inference (flatten of a batch)
+            target[i] = 0
+            return ctx.node("Reshape", [a, ctx.ints(target)])
+    return ctx.reshape(a, target)
 
 
 def _onnx_permute(ctx, a, *, dims):

@@ -47,6 +47,7 @@ def test_digits_cnn_two_batch_sizes(tmp_path):
     model = hf.onnx.export(cnn, path, input_spec=[InputSpec([None, 1, 8, 8])], verify=True)
     onnx.checker.check_model(onnx.load(str(path)), full_check=True)
     assert {n.op_type for n in model.graph.node} >= {"Conv", "MaxPool", "Relu"}
+    assert model.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "input_0_dim0"
     rng = np.random.default_rng(0)
     for batch in (1, 64):
         assert_matches_eager(path, cnn, rng.standard_normal((batch, 1, 8, 8)).astype(np.float32))
@@ -160,3 +161,19 @@ def test_newer_opset_and_example_tensor_spec(tmp_path):
                            opset_version=onnx.defs.onnx_opset_version(), verify=True,
                            example_inputs=[example])
     assert model.opset_import[0].version == onnx.defs.onnx_opset_version()
+
+
+def reshapes(x):
+    return x.reshape(-1, 6) * 2.0, x.reshape(-1, 2)
+
+
+def test_reshape_of_a_symbolic_dim(tmp_path):
+    path = tmp_path / "r.onnx"
+    model = hf.onnx.export(reshapes, path, input_spec=[InputSpec([None, 2, 3])], verify=True)
+    flat, pairs = (o.type.tensor_type.shape.dim for o in model.graph.output)
+    assert flat[0].dim_param == "input_0_dim0" and flat[1].dim_value == 6
+    for batch in (1, 5):
+        x = np.arange(batch * 6, dtype=np.float32).reshape(batch, 2, 3)
+        got_flat, got_pairs = run_ort(path, x)
+        np.testing.assert_array_equal(got_flat, x.reshape(-1, 6) * 2)
+        np.testing.assert_array_equal(got_pairs, x.reshape(-1, 2))
