@@ -145,3 +145,52 @@ def test_recurrent_layers_with_given_state_keep_the_batch_symbolic(factory, tmp_
                   else [(batch, 4), (batch, 5)])
         arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         assert_matches_eager(path, layer, *arrays)
+
+
+F = nn.functional
+
+
+def functional_and_losses(x, t, y):
+    return (F.cross_entropy(x, t), F.cross_entropy(x, t, label_smoothing=0.1, reduction="sum"),
+            F.nll_loss(F.log_softmax(x, 1), t), F.mse_loss(x, y), F.l1_loss(x, y),
+            F.binary_cross_entropy(x.sigmoid(), (y > 0).float()),
+            F.binary_cross_entropy_with_logits(x, (y > 0).float()), F.silu(x), F.gelu(x),
+            F.dropout(x, 0.5, training=False), F.layer_norm(x, (5,)), F.relu(x), F.tanh(x),
+            F.sigmoid(x), F.softmax(x, dim=1), F.log_softmax(x, dim=0),
+            F.pad(x, (1, 1), value=2.0), F.one_hot(t, 5))
+
+
+def test_functional_api_and_losses_match_eager(tmp_path):
+    path = tmp_path / "functional.onnx"
+    hf.onnx.export(functional_and_losses, path, input_spec=[InputSpec([None, 5]),
+                                                            InputSpec([None], "int64"),
+                                                            InputSpec([None, 5])])
+    rng = np.random.default_rng(0)
+    for batch in (1, 6):
+        arrays = [rng.standard_normal((batch, 5)).astype(np.float32),
+                  rng.integers(0, 5, batch).astype(np.int64),
+                  rng.standard_normal((batch, 5)).astype(np.float32)]
+        assert_matches_eager(path, functional_and_losses, *arrays)
+
+
+class _MaskedAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16,
+                                                                        batch_first=True), 2)
+
+    def forward(self, x, mask):
+        return self.encoder(self.attention(x, x, x, key_padding_mask=mask)[0])
+
+
+def test_attention_with_padding_mask_and_encoder_stack(tmp_path):
+    hf.manual_seed(0)
+    net = _MaskedAttention()
+    path = tmp_path / "attention.onnx"
+    hf.onnx.export(net, path, input_spec=[InputSpec([None, 3, 8]), InputSpec([None, 3], "bool")])
+    rng = np.random.default_rng(0)
+    mask = np.array([[False, False, True], [False, False, False]])
+    for batch in (1, 2):
+        assert_matches_eager(path, net, rng.standard_normal((batch, 3, 8)).astype(np.float32),
+                             mask[:batch])
