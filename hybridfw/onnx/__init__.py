@@ -22,7 +22,11 @@ from __future__ import annotations
 import os
 import tempfile
 
-import onnx
+try:
+    import onnx
+except ImportError as exc:  # an optional extra
+    raise ImportError("hf.onnx needs the onnx package (and onnxruntime for verify=True): "
+                      "pip install -e '.[onnx]'") from exc
 
 from ..dygraph.autograd import no_grad
 from ..nn import Module

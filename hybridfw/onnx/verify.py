@@ -43,7 +43,11 @@ def _as_array(value) -> np.ndarray:
 
 def run_onnx(model, feeds: dict) -> list:
     """Run ``model`` (a ModelProto, bytes or path) on ``feeds`` in ONNX Runtime (CPU)."""
-    import onnxruntime as ort
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        raise ImportError("hf.onnx: running a model (verify=True) needs onnxruntime: pip "
+                          "install -e '.[onnx]'") from exc
     source = model.SerializeToString() if hasattr(model, "SerializeToString") else model
     session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
     return session.run(None, feeds)

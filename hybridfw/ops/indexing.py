@@ -356,20 +356,24 @@ _INT64_MAX = 2 ** 63 - 1
 
 
 def _onnx_apply_index(ctx, x, shape, spec, names, metas):
-    """Emit ``x[spec]`` (at most one index tensor) as Slice/Gather/Unsqueeze/Compress nodes."""
+    """Emit ``x[spec]`` as Slice/Gather/Unsqueeze/Compress nodes (adjacent integer index
+    tensors together as one GatherND)."""
     items = _expand_spec("getitem", shape, spec, metas)
-    if sum(1 for item, _ in items if item[0] == "tensor") > 1:
-        raise ctx.fail("indexing with more than one index tensor has no ONNX lowering; index "
-                       "one dim at a time")
+    group = [i for i, (item, _) in enumerate(items) if item[0] == "tensor"]
+    if len(group) > 1 and (group != list(range(group[0], group[0] + len(group))) or
+                           any(meta.dtype is bool_ for meta in metas)):
+        raise ctx.fail("several index tensors lower to ONNX only when they are integer "
+                       "tensors at adjacent positions (x[:, i, j]); index one dim at a time")
     names = iter(names)
-    axis = 0
-    for item, meta in items:
+    axis, rank = 0, len(shape)
+    for position, (item, meta) in enumerate(items):
         kind = item[0]
         if kind == "none":
             x = ctx.node("Unsqueeze", [x, ctx.ints([axis])])
-            axis += 1
+            axis, rank = axis + 1, rank + 1
         elif kind == "int":
             x = ctx.node("Gather", [x, ctx.const(item[1], "int64")], axis=axis)
+            rank -= 1
         elif kind == "slice":
             start, stop, step = item[1:]
             if (start, stop, step) != (None, None, None):
@@ -377,6 +381,11 @@ def _onnx_apply_index(ctx, x, shape, spec, names, metas):
                                        ctx.ints([_INT64_MAX if stop is None else stop]),
                                        ctx.ints([axis]), ctx.ints([step or 1])])
             axis += 1
+        elif len(group) > 1:
+            if position == group[0]:
+                indexed = [(next(names), m) for m in metas]
+                x, added = _onnx_gather_nd(ctx, x, axis, rank, indexed)
+                axis, rank = axis + added, rank + added - len(group)
         elif meta.dtype is bool_:
             if meta.ndim != 1:
                 raise ctx.fail(f"a bool mask of {meta.ndim} dims has no ONNX lowering (1-D "
@@ -385,8 +394,36 @@ def _onnx_apply_index(ctx, x, shape, spec, names, metas):
             axis += 1
         else:
             x = ctx.node("Gather", [x, ctx.cast(next(names), meta.dtype, "int64")], axis=axis)
-            axis += meta.ndim
+            axis, rank = axis + meta.ndim, rank + meta.ndim - 1
     return x
+
+
+def _onnx_gather_nd(ctx, x, axis, rank, indexed):
+    """``x[..., i, j, ...]`` with integer index tensors at dims ``axis``, ``axis + 1``, ...:
+    those dims moved first, one GatherND on the broadcast indices, the result's index dims moved
+    back to ``axis``. Returns the result and the number of index dims."""
+    k = len(indexed)
+    front = list(range(axis, axis + k)) + list(range(axis)) + list(range(axis + k, rank))
+    moved = ctx.node("Transpose", [x], perm=front)
+    sizes = ctx.shape_of(moved)
+    zero = None
+    columns = []
+    for d, (name, meta) in enumerate(indexed):
+        index = ctx.cast(name, meta.dtype, "int64")
+        size = ctx.node("Gather", [sizes, ctx.const(d, "int64")], axis=0)
+        wrapped = ctx.node("Where", [ctx.node("Less", [index, ctx.const(0, "int64")]),
+                                     ctx.node("Add", [index, size]), index])
+        columns.append(wrapped)
+        scaled = ctx.node("Mul", [wrapped, ctx.const(0, "int64")])
+        zero = scaled if zero is None else ctx.node("Add", [zero, scaled])
+    stacked = ctx.node("Concat", [ctx.node("Unsqueeze", [ctx.node("Add", [c, zero]),
+                                                         ctx.ints([-1])]) for c in columns],
+                       axis=-1)
+    gathered = ctx.node("GatherND", [moved, stacked])
+    batch = max(meta.ndim for _, meta in indexed)
+    back = list(range(batch, batch + axis)) + list(range(batch)) + \
+        list(range(batch + axis, batch + rank - k))
+    return ctx.node("Transpose", [gathered], perm=back), batch
 
 
 def _onnx_getitem(ctx, a, *index, spec):

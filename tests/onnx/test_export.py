@@ -108,14 +108,14 @@ def test_python_callback_is_refused_with_the_user_line_and_nothing_written(tmp_p
 
 
 def fancy_index(x, i, j):
-    return x[i, j]
+    return x[i, :, j]
 
 
 def test_op_form_without_lowering_is_refused_naming_op_and_line(tmp_path):
-    with pytest.raises(OnnxExportError, match=r"op 'getitem'.*more than one index tensor"
-                                              r"(.|\n)*return x\[i, j\]"):
+    with pytest.raises(OnnxExportError, match=r"op 'getitem'.*several index tensors"
+                                              r"(.|\n)*return x\[i, :, j\]"):
         hf.onnx.export(fancy_index, tmp_path / "f.onnx",
-                       input_spec=[InputSpec([4, 3]), InputSpec([2], "int64"),
+                       input_spec=[InputSpec([4, 3, 2]), InputSpec([2], "int64"),
                                    InputSpec([2], "int64")])
     assert os.listdir(tmp_path) == []
 

@@ -20,6 +20,7 @@ POS = (np.abs(A) + 0.5).astype(np.float32)
 I = np.array([[-7, 5, 0, 9], [3, -4, 8, -1], [2, 6, -9, 4]], dtype=np.int64)
 J = np.array([[2, -3, 5, 4], [-2, 3, 3, 7], [5, 4, 2, -3]], dtype=np.int64)
 M = A > 0
+C = RNG.standard_normal((3, 4, 5)).astype(np.float32)
 IMG = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
 
 
@@ -70,6 +71,9 @@ CASES = {
                                lambda a, i: a[1, i]),
     "getitem_tensor_middle": (lambda a, i: a[:, i], [A, np.array([[0, 2], [3, 3]], np.int64)],
                               lambda a, i: a[:, i]),
+    "getitem_two_tensors": (lambda c, i, j: a_two(c, i, j), [C, np.array([0, -1, 2], np.int64),
+                                                             np.array([1, 3, -2], np.int64)],
+                            lambda c, i, j: a_two(c, i, j)),
     "getitem_bool_mask": (lambda a, m: a[m], [A, np.array([True, False, True])],
                           lambda a, m: a[m]),
     "gather": (lambda a, i: a.gather(1, i), [A, np.array([[0, 3], [1, 1], [2, 0]], np.int64)],
@@ -106,6 +110,11 @@ CASES = {
                 lambda i: np.eye(4, dtype=np.int64)[i]),
     "index_put": (lambda a, b: _index_put(a, b), [A, B], lambda a, b: _np_index_put(a, b)),
 }
+
+
+def a_two(c, i, j):
+    """Adjacent index tensors (numpy's rules; tensors or arrays alike)."""
+    return c[i, j] + c[1:, i[:, None], j[None, :]].sum()
 
 
 def _index_put(a, b):
