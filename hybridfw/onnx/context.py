@@ -23,8 +23,6 @@ from ..static.ir import format_origin
 
 __all__ = ["OnnxExportError", "Names", "Graph", "RuleContext", "onnx_dtype", "value_info"]
 
-INT64_MAX = np.iinfo(np.int64).max
-
 
 class OnnxExportError(ValueError):
     """The program cannot be exported to ONNX (the message names the op and the user's line)."""
@@ -133,17 +131,17 @@ class RuleContext:
         """The dtype elementwise operands meet in: the compute dtype, else the promoted one."""
         return self.compute if self.compute is not None else result_type(*self.metas)
 
-    def lower(self, op_name: str, args, metas, attrs: dict) -> str:
+    def lower(self, op_name: str, args, metas, attrs: dict) -> tuple:
         """Emit registry op ``op_name`` on ``args`` through its own rule (fused ops use this);
-        returns its result's name and records its meta in ``self.last_meta``."""
+        returns its result's name and :class:`TensorMeta`."""
         opdef = get_op(op_name)
         shape, dtype, compute = opdef.infer(*metas, **attrs)
-        self.last_meta = TensorMeta(tuple(shape), dtype)
-        sub = RuleContext(self.exporter, self.graph, op_name, args, metas, attrs,
-                          self.last_meta, compute, self.base, self.origin)
+        meta = TensorMeta(tuple(shape), dtype)
+        sub = RuleContext(self.exporter, self.graph, op_name, args, metas, attrs, meta, compute,
+                          self.base, self.origin)
         result = self.exporter.apply_rule(opdef, sub)
         self.produced.update(sub.produced)
-        return result
+        return result, meta
 
     def elem_type(self, dtype) -> int:
         """The ONNX element type of a dtype (for attributes such as Cast's ``to``)."""

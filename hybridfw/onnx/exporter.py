@@ -103,12 +103,10 @@ class _Exporter:
 
     def emit_registry_op(self, op: Operator, block: Block, graph: Graph, env: ChainMap):
         opdef = all_ops().get(op.type)
-        rule = None if opdef is None else opdef.onnx
-        if rule is None or isinstance(rule, OnnxNotExportable):
-            why = rule.reason if isinstance(rule, OnnxNotExportable) else \
-                "it has no ONNX lowering rule"
-            raise OnnxExportError(f"hf.onnx.export: op '{op.type}' cannot be exported: {why}"
-                                  f"{_origin_text(op)}")
+        if opdef is None:
+            raise OnnxExportError(f"hf.onnx.export: op '{op.type}' cannot be exported: it is "
+                                  "neither a registry op nor one the exporter handles "
+                                  f"({', '.join(EXPORTER_OPS)}){_origin_text(op)}")
         args = [self.lookup(i, env) if isinstance(i, str) else i for i in op.inputs]
         metas = [block.var(i) if isinstance(i, str) else i for i in op.inputs]
         out_var = block.var(op.outputs[0])
@@ -124,13 +122,19 @@ class _Exporter:
         env[op.outputs[0]] = self.rename(ctx, result, out_var.name)
 
     def apply_rule(self, opdef, ctx: RuleContext) -> str:
+        """Run ``opdef``'s lowering rule in ``ctx``; refusals and rule failures name the op and
+        the user's line."""
         rule = opdef.onnx
         if rule is None or isinstance(rule, OnnxNotExportable):
-            why = rule.reason if rule is not None else "it has no ONNX lowering rule"
-            raise ctx.fail(why)
-        if isinstance(rule, str):
-            return table_rule(ctx, rule)
-        return rule(ctx, *ctx.args, **ctx.attrs)
+            raise ctx.fail(rule.reason if rule is not None else "it has no ONNX lowering rule")
+        try:
+            if isinstance(rule, str):
+                return table_rule(ctx, rule)
+            return rule(ctx, *ctx.args, **ctx.attrs)
+        except OnnxExportError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError) as exc:
+            raise ctx.fail(f"its lowering rule failed ({type(exc).__name__}: {exc})") from exc
 
     def rename(self, ctx: RuleContext, result: str, var_name: str) -> str:
         """Give the rule's result the program variable's name (readable graphs)."""

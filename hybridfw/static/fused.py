@@ -214,8 +214,9 @@ def _onnx_fused(ctx, *inputs, ops, dtype):
             else:
                 args.append(value)
                 arg_metas.append(value)
-        names.append(ctx.lower(name, args, arg_metas, dict(attrs)))
-        metas.append(ctx.last_meta)
+        result, meta = ctx.lower(name, args, arg_metas, dict(attrs))
+        names.append(result)
+        metas.append(meta)
     return names[-1]
 
 
