@@ -79,9 +79,10 @@ def compare_with_runtime(model, program, specs, fetch, inputs=None, rtol: float 
         raise ValueError(f"hf.onnx.export: {len(arrays)} example input(s) for {len(specs)} "
                          f"input(s) {[s.name for s in specs]}")
     feeds = {spec.name: array for spec, array in zip(specs, arrays)}
-    expected = hf.static.Executor().run(program, feed={k: hf.from_numpy(np.array(v))
-                                                       for k, v in feeds.items()},
-                                        fetch_list=list(fetch))
+    device = program.device  # hybridfw runs where the model lives; ONNX Runtime on the CPU
+    expected = hf.static.Executor().run(
+        program, feed={k: hf.from_numpy(np.array(v)).to(device) for k, v in feeds.items()},
+        fetch_list=list(fetch), return_numpy=True)
     got = run_onnx(model, feeds)
     report = {}
     for i, (g, e) in enumerate(zip(got, expected)):
