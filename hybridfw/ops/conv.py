@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .registry import apply, register
+from .registry import OnnxNotExportable, apply, onnx_rules, register
 
 __all__ = ["conv2d", "conv2d_input_grad", "conv2d_weight_grad", "conv_attrs", "pair",
            "conv_output_size"]
@@ -394,3 +394,19 @@ conv2d_weight_grad = register(
     "conv2d_weight_grad", infer=_weight_grad_infer, kernel=_weight_grad_kernel, save=(0, 1),
     vjp=(_weight_grad_grad_input, _weight_grad_grad_output),
     doc="Gradient of conv2d with respect to its weight.")
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_conv2d(ctx, x, w, *, stride, padding, dilation, groups):
+    attrs = conv_attrs(stride, padding, dilation, groups)
+    (top, bottom), (left, right) = attrs["padding"]
+    return ctx.node("Conv", [x, w], strides=list(attrs["stride"]),
+                    pads=[top, left, bottom, right], dilations=list(attrs["dilation"]),
+                    group=groups)
+
+
+_CONV_BACKWARD = OnnxNotExportable("a gradient op of conv2d (backward only); an exported model "
+                                   "is inference only")
+
+onnx_rules(conv2d=_onnx_conv2d, conv2d_input_grad=_CONV_BACKWARD,
+           conv2d_weight_grad=_CONV_BACKWARD)

@@ -13,7 +13,7 @@ import math
 from ..backend import device as as_device
 from ..dtypes import as_dtype, bool_, float32
 from ..random import generator
-from .registry import register
+from .registry import onnx_rules, register
 
 
 def _check_shape(op, shape):
@@ -159,3 +159,47 @@ def _bernoulli_kernel(xp, p, *, dtype=None):
 bernoulli = register("bernoulli", infer=_bernoulli_infer, kernel=_bernoulli_kernel)
 
 __all__ = ["full", "arange", "linspace", "eye", "uniform", "normal", "randint", "bernoulli"]
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_shape(ctx, like, shape):
+    return ctx.shape_of(like[0]) if like else ctx.ints(shape)
+
+
+def _onnx_full(ctx, *like, shape=None, value, dtype, device):
+    return ctx.node("Expand", [ctx.const(value, dtype), _onnx_shape(ctx, like, shape)])
+
+
+def _onnx_evaluated(kernel):
+    """Ops whose attributes fix the result: the value, computed once by the op's own kernel."""
+    def rule(ctx, **attrs):
+        import numpy as np
+        return ctx.const(kernel(np, **attrs))
+    return rule
+
+
+def _onnx_random(op_type, names: dict):
+    """``names``: our attribute -> the ONNX op's attribute (low/high, mean/scale)."""
+    def rule(ctx, *like, shape=None, dtype, device, **params):
+        values = {names[k]: float(v) for k, v in params.items()}
+        if like:
+            return ctx.node(f"{op_type}Like", [like[0]], dtype=ctx.elem_type(dtype), **values)
+        return ctx.node(op_type, [], dtype=ctx.elem_type(dtype), shape=list(shape), **values)
+    return rule
+
+
+def _onnx_randint(ctx, *, low, high, shape, dtype, device):
+    draw = ctx.node("RandomUniform", [], dtype=ctx.elem_type("float64"), shape=list(shape),
+                    low=float(low), high=float(high))
+    return ctx.node("Cast", [ctx.node("Floor", [draw])], to=ctx.elem_type(dtype))
+
+
+def _onnx_bernoulli(ctx, p, *, dtype=None):
+    return ctx.node("Bernoulli", [p], dtype=ctx.elem_type(ctx.out.dtype))
+
+
+onnx_rules(full=_onnx_full, arange=_onnx_evaluated(_arange_kernel),
+           linspace=_onnx_evaluated(_linspace_kernel), eye=_onnx_evaluated(_eye_kernel),
+           uniform=_onnx_random("RandomUniform", {"low": "low", "high": "high"}),
+           normal=_onnx_random("RandomNormal", {"mean": "mean", "std": "scale"}),
+           randint=_onnx_randint, bernoulli=_onnx_bernoulli)

@@ -9,7 +9,7 @@ import math
 
 from ..dtypes import DType, as_dtype, bool_, result_type
 from .infer import broadcast_shapes, check_bool_or_int, float_result, shape_of
-from .registry import TensorLike, apply, register
+from .registry import TensorLike, apply, onnx_rules, register
 
 # --------------------------------------------------------------------------- inference
 def _cast_needed(dt, a, b):
@@ -311,3 +311,89 @@ def _copy_kernel(xp, a):
 
 
 copy = register("copy", infer=_copy_infer, kernel=_copy_kernel, vjp=(lambda g, out, a: g,))
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_floor_divide(ctx, a, b):
+    dt = ctx.operand_dtype()
+    x, y = ctx.operand(0, dt), ctx.operand(1, dt)
+    if dt.is_floating_point:
+        return ctx.node("Floor", [ctx.node("Div", [x, y])])
+    # integers: a - python_mod(a, b) is a multiple of b, so the truncating Div is exact
+    return ctx.node("Div", [ctx.node("Sub", [x, ctx.node("Mod", [x, y], fmod=0)]), y])
+
+
+def _onnx_remainder(ctx, a, b):
+    dt = ctx.operand_dtype()
+    x, y = ctx.operand(0, dt), ctx.operand(1, dt)
+    if not dt.is_floating_point:
+        return ctx.node("Mod", [x, y], fmod=0)  # Python's sign convention, as numpy
+    return ctx.node("Sub", [x, ctx.node("Mul", [ctx.node("Floor", [ctx.node("Div", [x, y])]),
+                                                y])])
+
+
+def _onnx_bitwise(logical, bitwise):
+    def rule(ctx, *args):
+        dt = ctx.operand_dtype()
+        operands = [ctx.operand(i, dt) for i in range(len(args))]
+        return ctx.node(logical if dt is bool_ else bitwise, operands)
+    return rule
+
+
+def _onnx_ne(ctx, a, b):
+    dt = ctx.operand_dtype()
+    return ctx.node("Not", [ctx.node("Equal", [ctx.operand(0, dt), ctx.operand(1, dt)])])
+
+
+def _onnx_log1p(ctx, a):
+    dt = ctx.out.dtype
+    return ctx.node("Log", [ctx.node("Add", [ctx.operand(0, dt), ctx.const(1, dt)])])
+
+
+def _onnx_rsqrt(ctx, a):
+    return ctx.node("Reciprocal", [ctx.node("Sqrt", [ctx.operand(0, ctx.out.dtype)])])
+
+
+def _onnx_isfinite(ctx, a):
+    x = ctx.operand(0)
+    if not ctx.metas[0].dtype.is_floating_point:
+        return ctx.node("Equal", [x, x])  # integers and bools are always finite
+    return ctx.node("Not", [ctx.node("Or", [ctx.node("IsNaN", [x]), ctx.node("IsInf", [x])])])
+
+
+def _onnx_clamp(ctx, a, *, min=None, max=None):  # noqa: A002
+    dt = ctx.out.dtype
+    bounds = ["" if v is None else ctx.const(v, dt) for v in (min, max)]
+    return ctx.node("Clip", [ctx.operand(0, dt), *bounds])
+
+
+def _onnx_where(ctx, cond, a, b):
+    dt = ctx.out.dtype
+    return ctx.node("Where", [ctx.operand(0), ctx.operand(1, dt), ctx.operand(2, dt)])
+
+
+def _onnx_cast(ctx, a, *, dtype):
+    return ctx.node("Cast", [a], to=ctx.elem_type(dtype))
+
+
+def _onnx_unary_float(op_type):
+    def rule(ctx, a):
+        return ctx.node(op_type, [ctx.operand(0, ctx.out.dtype)])
+    return rule
+
+
+onnx_rules(
+    add="Add", sub="Sub", mul="Mul", div="Div", pow="Pow", maximum="Max", minimum="Min",
+    eq="Equal", lt="Less", le="LessOrEqual", gt="Greater", ge="GreaterOrEqual",
+    neg="Neg", sign="Sign", abs="Abs", relu="Relu", floor="Floor", ceil="Ceil", round="Round",
+    isnan="IsNaN", isinf="IsInf",
+    exp=_onnx_unary_float("Exp"), log=_onnx_unary_float("Log"), sqrt=_onnx_unary_float("Sqrt"),
+    sin=_onnx_unary_float("Sin"), cos=_onnx_unary_float("Cos"),
+    tanh=_onnx_unary_float("Tanh"), sigmoid=_onnx_unary_float("Sigmoid"),
+    floor_divide=_onnx_floor_divide, remainder=_onnx_remainder, ne=_onnx_ne,
+    bitwise_and=_onnx_bitwise("And", "BitwiseAnd"), bitwise_or=_onnx_bitwise("Or", "BitwiseOr"),
+    bitwise_xor=_onnx_bitwise("Xor", "BitwiseXor"),
+    bitwise_not=_onnx_bitwise("Not", "BitwiseNot"),
+    log1p=_onnx_log1p, rsqrt=_onnx_rsqrt, isfinite=_onnx_isfinite, clamp=_onnx_clamp,
+    where=_onnx_where, cast=_onnx_cast, copy="Identity",
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..dtypes import bool_
 from .infer import broadcast_shapes
 from ..backend import add_at
-from .registry import TensorLike, apply, register, runtime_value
+from .registry import OnnxNotExportable, TensorLike, apply, onnx_rules, register, runtime_value
 
 
 # --------------------------------------------------------------------------- spec handling
@@ -347,3 +347,117 @@ gather_backward = register(
 
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
            "parse_index", "index_shape", "build_index", "narrow"]
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+_GRADIENT_ONLY = OnnxNotExportable("a gradient op (backward only); an exported model is "
+                                   "inference only")
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _onnx_apply_index(ctx, x, shape, spec, names, metas):
+    """Emit ``x[spec]`` as Slice/Gather/Unsqueeze/Compress nodes (adjacent integer index
+    tensors together as one GatherND)."""
+    items = _expand_spec("getitem", shape, spec, metas)
+    group = [i for i, (item, _) in enumerate(items) if item[0] == "tensor"]
+    if len(group) > 1 and (group != list(range(group[0], group[0] + len(group))) or
+                           any(meta.dtype is bool_ for meta in metas)):
+        raise ctx.fail("several index tensors lower to ONNX only when they are integer "
+                       "tensors at adjacent positions (x[:, i, j]); index one dim at a time")
+    names = iter(names)
+    axis, rank = 0, len(shape)
+    for position, (item, meta) in enumerate(items):
+        kind = item[0]
+        if kind == "none":
+            x = ctx.node("Unsqueeze", [x, ctx.ints([axis])])
+            axis, rank = axis + 1, rank + 1
+        elif kind == "int":
+            x = ctx.node("Gather", [x, ctx.const(item[1], "int64")], axis=axis)
+            rank -= 1
+        elif kind == "slice":
+            start, stop, step = item[1:]
+            if (start, stop, step) != (None, None, None):
+                x = ctx.node("Slice", [x, ctx.ints([start or 0]),
+                                       ctx.ints([_INT64_MAX if stop is None else stop]),
+                                       ctx.ints([axis]), ctx.ints([step or 1])])
+            axis += 1
+        elif len(group) > 1:
+            if position == group[0]:
+                indexed = [(next(names), m) for m in metas]
+                x, added = _onnx_gather_nd(ctx, x, axis, rank, indexed)
+                axis, rank = axis + added, rank + added - len(group)
+        elif meta.dtype is bool_:
+            if meta.ndim != 1:
+                raise ctx.fail(f"a bool mask of {meta.ndim} dims has no ONNX lowering (1-D "
+                               "masks only)")
+            x = ctx.node("Compress", [x, next(names)], axis=axis)
+            axis += 1
+        else:
+            x = ctx.node("Gather", [x, ctx.cast(next(names), meta.dtype, "int64")], axis=axis)
+            axis, rank = axis + meta.ndim, rank + meta.ndim - 1
+    return x
+
+
+def _onnx_gather_nd(ctx, x, axis, rank, indexed):
+    """``x[..., i, j, ...]`` with integer index tensors at dims ``axis``, ``axis + 1``, ...:
+    those dims moved first, one GatherND on the broadcast indices, the result's index dims moved
+    back to ``axis``. Returns the result and the number of index dims."""
+    k = len(indexed)
+    front = list(range(axis, axis + k)) + list(range(axis)) + list(range(axis + k, rank))
+    moved = ctx.node("Transpose", [x], perm=front)
+    sizes = ctx.shape_of(moved)
+    zero = None
+    columns = []
+    for d, (name, meta) in enumerate(indexed):
+        index = ctx.cast(name, meta.dtype, "int64")
+        size = ctx.node("Gather", [sizes, ctx.const(d, "int64")], axis=0)
+        wrapped = ctx.node("Where", [ctx.node("Less", [index, ctx.const(0, "int64")]),
+                                     ctx.node("Add", [index, size]), index])
+        columns.append(wrapped)
+        scaled = ctx.node("Mul", [wrapped, ctx.const(0, "int64")])
+        zero = scaled if zero is None else ctx.node("Add", [zero, scaled])
+    stacked = ctx.node("Concat", [ctx.node("Unsqueeze", [ctx.node("Add", [c, zero]),
+                                                         ctx.ints([-1])]) for c in columns],
+                       axis=-1)
+    gathered = ctx.node("GatherND", [moved, stacked])
+    batch = max(meta.ndim for _, meta in indexed)
+    back = list(range(batch, batch + axis)) + list(range(batch)) + \
+        list(range(batch + axis, batch + rank - k))
+    return ctx.node("Transpose", [gathered], perm=back), batch
+
+
+def _onnx_getitem(ctx, a, *index, spec):
+    metas, shape = ctx.metas[1:], ctx.metas[0].shape
+    split = split_int_selects(spec, metas)
+    if split is None:
+        return _onnx_apply_index(ctx, a, shape, spec, index, metas)
+    first = _onnx_apply_index(ctx, a, shape, split[0], (), ())
+    return _onnx_apply_index(ctx, first, index_shape("getitem", shape, split[0], ()), split[1],
+                             index, metas)
+
+
+def _onnx_index_put(ctx, a, value, *index, spec, accumulate=False):
+    import numpy as np
+    shape = ctx.metas[0].shape
+    if index or -1 in shape:
+        raise ctx.fail("index_put (an indexed assignment) lowers to ONNX only with a target "
+                       f"of known shape and int/slice indices; got shape {tuple(shape)}"
+                       f"{' and index tensors' if index else ''}")
+    flat_positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    view, idx, _ = indexed_target(flat_positions, spec, ())
+    region = np.asarray(view[idx])
+    dt = ctx.out.dtype
+    values = ctx.node("Expand", [ctx.operand(1, dt), ctx.ints(region.shape)])
+    flat = ctx.node("ScatterElements", [ctx.reshape(ctx.operand(0, dt), [-1]),
+                                        ctx.ints(region.reshape(-1)), ctx.reshape(values, [-1])],
+                    axis=0, reduction="add" if accumulate else None)
+    return ctx.reshape(flat, shape)
+
+
+def _onnx_gather(ctx, a, index, *, dim):
+    return ctx.node("GatherElements", [a, ctx.cast(index, ctx.metas[1].dtype, "int64")],
+                    axis=dim % ctx.metas[0].ndim)
+
+
+onnx_rules(getitem=_onnx_getitem, index_put=_onnx_index_put, gather=_onnx_gather,
+           getitem_backward=_GRADIENT_ONLY, gather_backward=_GRADIENT_ONLY)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..dtypes import result_type
 from .infer import broadcast_shapes
-from .registry import apply, register
+from .registry import apply, onnx_rules, register
 from .shape_ops import permute, reshape
 
 
@@ -192,3 +192,25 @@ einsum = register("einsum", infer=_einsum_infer, kernel=_einsum_kernel, variadic
                   save=slice(0, None), vjp=(_einsum_grad,))
 
 __all__ = ["matmul", "linear", "einsum", "parse_equation"]
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_matmul(ctx, a, b):
+    dt = ctx.operand_dtype()
+    return ctx.node("MatMul", [ctx.operand(0, dt), ctx.operand(1, dt)])
+
+
+def _onnx_linear(ctx, x, w):
+    if ctx.metas[0].ndim == 2:
+        return ctx.node("Gemm", [x, w], transB=1)
+    return ctx.node("MatMul", [x, ctx.node("Transpose", [w], perm=[1, 0])])
+
+
+def _onnx_einsum(ctx, *xs, equation):
+    specs, out = parse_equation(equation, [m.ndim for m in ctx.metas])
+    dt = ctx.out.dtype
+    return ctx.node("Einsum", [ctx.operand(i, dt) for i in range(len(xs))],
+                    equation=",".join(specs) + "->" + out)
+
+
+onnx_rules(matmul=_onnx_matmul, linear=_onnx_linear, einsum=_onnx_einsum)

@@ -22,7 +22,7 @@ from .conv import conv2d, conv2d_input_grad, conv2d_weight_grad
 from .infer import check_float, normalize_dim
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d, max_pool2d_indices
 from ..backend import add_at
-from .registry import apply, register
+from .registry import OnnxNotExportable, apply, onnx_rules, register
 
 __all__ = ["softmax", "log_softmax", "log_sigmoid", "erf", "pad_constant", "nll_loss",
            "nll_loss_backward", "binary_cross_entropy", "embedding", "embedding_backward",
@@ -407,3 +407,70 @@ def _one_hot_kernel(xp, x, *, num_classes):
 
 one_hot = register("one_hot", infer=_one_hot_infer, kernel=_one_hot_kernel,
                    doc="int64 one-hot encoding along a new last dim.")
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_softmax(op_type):
+    def rule(ctx, a, *, dim):
+        x = ctx.operand(0, ctx.out.dtype)
+        if ctx.metas[0].ndim == 0:  # one element: softmax 1, log_softmax 0
+            return ctx.reshape(ctx.node(op_type, [ctx.reshape(x, [1])], axis=0), [])
+        return ctx.node(op_type, [x], axis=dim)
+    return rule
+
+
+def _onnx_log_sigmoid(ctx, a):
+    dt = ctx.out.dtype
+    x = ctx.operand(0, dt)
+    soft = ctx.node("Log", [ctx.node("Add", [ctx.const(1, dt), ctx.node(
+        "Exp", [ctx.node("Neg", [ctx.node("Abs", [x])])])])])
+    return ctx.node("Sub", [ctx.node("Min", [x, ctx.const(0, dt)]), soft])
+
+
+def _onnx_pad(ctx, x, *, pad, value):
+    ndim = ctx.metas[0].ndim
+    begin, end = [0] * ndim, [0] * ndim
+    for k in range(len(pad) // 2):
+        begin[ndim - 1 - k], end[ndim - 1 - k] = pad[2 * k], pad[2 * k + 1]
+    return ctx.node("Pad", [x, ctx.ints(begin + end), ctx.const(value, ctx.out.dtype)])
+
+
+def _onnx_nll(ctx, logp, target, *, ignore_index):
+    dt = ctx.out.dtype
+    index = ctx.cast(target, ctx.metas[1].dtype, "int64")
+    valid = ctx.node("Not", [ctx.node("Equal", [index, ctx.const(ignore_index, "int64")])])
+    picked = ctx.node("Where", [valid, index, ctx.const(0, "int64")])
+    taken = ctx.node("GatherElements", [logp, ctx.node("Unsqueeze", [picked, ctx.ints([1])])],
+                     axis=1)
+    loss = ctx.node("Neg", [ctx.node("Squeeze", [taken, ctx.ints([1])])])
+    return ctx.node("Where", [valid, loss, ctx.const(0, dt)])
+
+
+def _onnx_bce(ctx, x, y):
+    dt = ctx.out.dtype
+    p, t = ctx.operand(0, dt), ctx.operand(1, dt)
+    floor = ctx.const(-100, dt)
+    log_p = ctx.node("Max", [ctx.node("Log", [p]), floor])
+    log_q = ctx.node("Max", [ctx.node("Log", [ctx.node("Sub", [ctx.const(1, dt), p])]), floor])
+    return ctx.node("Sub", [ctx.node("Mul", [ctx.node("Sub", [t, ctx.const(1, dt)]), log_q]),
+                            ctx.node("Mul", [t, log_p])])
+
+
+def _onnx_embedding(ctx, weight, indices, *, padding_idx):
+    return ctx.node("Gather", [weight, ctx.cast(indices, ctx.metas[1].dtype, "int64")], axis=0)
+
+
+def _onnx_one_hot(ctx, x, *, num_classes):
+    import numpy as np
+    index = ctx.node("Unsqueeze", [ctx.cast(x, ctx.metas[0].dtype, "int64"), ctx.ints([-1])])
+    hits = ctx.node("Equal", [index, ctx.const(np.arange(num_classes, dtype=np.int64))])
+    return ctx.node("Cast", [hits], to=ctx.elem_type("int64"))
+
+
+_NN_BACKWARD = OnnxNotExportable("a gradient op (backward only); an exported model is "
+                                 "inference only")
+
+onnx_rules(softmax=_onnx_softmax("Softmax"), log_softmax=_onnx_softmax("LogSoftmax"),
+           log_sigmoid=_onnx_log_sigmoid, erf="Erf", pad_constant=_onnx_pad, nll_loss=_onnx_nll,
+           binary_cross_entropy=_onnx_bce, embedding=_onnx_embedding, one_hot=_onnx_one_hot,
+           nll_loss_backward=_NN_BACKWARD, embedding_backward=_NN_BACKWARD)

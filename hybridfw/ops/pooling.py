@@ -18,7 +18,7 @@ from ..dtypes import int64
 from . import shape_ops
 from .conv import pair
 from .indexing import gather
-from .registry import apply, register
+from .registry import OnnxNotExportable, apply, onnx_rules, register
 
 __all__ = ["max_pool2d", "max_pool2d_indices", "max_pool2d_backward", "avg_pool2d",
            "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
@@ -382,3 +382,68 @@ adaptive_avg_pool2d_backward = register(
     vjp=(lambda gg, out, g, *, input_shape:
          apply(adaptive_avg_pool2d, gg, output_size=tuple(g.shape[2:])),),
     doc="The adjoint of adaptive_avg_pool2d.")
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_max_pool(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+    ph, pw = padding
+    return ctx.node("MaxPool", [x], kernel_shape=list(kernel_size), strides=list(stride),
+                    pads=[ph, pw, ph, pw], dilations=list(dilation), ceil_mode=int(ceil_mode))
+
+
+def _onnx_avg_pool(ctx, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                   divisor_override):
+    import numpy as np
+    h, w = ctx.metas[0].shape[2:]
+    (kh, kw), (sh, sw), (ph, pw) = kernel_size, stride, padding
+    if -1 in (h, w):  # unknown spatial size: ONNX's own padding rules (equal without ceil_mode)
+        if ceil_mode:
+            raise ctx.fail("avg_pool2d with ceil_mode=True needs a known height and width")
+        include = 1 if divisor_override is not None else int(count_include_pad)
+        out = ctx.node("AveragePool", [x], kernel_shape=[kh, kw], strides=[sh, sw],
+                       pads=[ph, pw, ph, pw], count_include_pad=include)
+        if divisor_override is None:
+            return out
+        return ctx.node("Mul", [out, ctx.const(kh * kw / divisor_override, ctx.out.dtype)])
+    # known size: window sums over the zero-padded input, divided by PyTorch's own divisors
+    oh, ow = ctx.out.shape[2:]
+    extra_h, extra_w = (max((o - 1) * s + k - (n + 2 * p), 0)
+                        for o, s, k, n, p in ((oh, sh, kh, h, ph), (ow, sw, kw, w, pw)))
+    if ph or pw or extra_h or extra_w:
+        x = ctx.node("Pad", [x, ctx.ints([0, 0, ph, pw, 0, 0, ph + extra_h, pw + extra_w])])
+    means = ctx.node("AveragePool", [x], kernel_shape=[kh, kw], strides=[sh, sw])
+    dtype = ctx.out.dtype
+    if divisor_override is not None:
+        divisor = np.asarray(divisor_override, dtype=dtype.np)
+    else:
+        divisor = _divisor(np, (h, w), (oh, ow), kernel_size, stride, padding,
+                           count_include_pad, dtype.np)
+    scale = (kh * kw / np.asarray(divisor, dtype=np.float64)).astype(dtype.np)
+    return ctx.node("Mul", [means, ctx.const(scale)])
+
+
+def _onnx_adaptive(ctx, x, *, output_size):
+    h, w = ctx.metas[0].shape[2:]
+    oh, ow = output_size
+    if (oh, ow) == (1, 1):
+        return ctx.node("GlobalAveragePool", [x])
+    if -1 in (h, w):
+        raise ctx.fail(f"adaptive_avg_pool2d to {tuple(output_size)} needs a known height and "
+                       "width")
+    if h % oh == 0 and w % ow == 0:
+        return ctx.node("AveragePool", [x], kernel_shape=[h // oh, w // ow],
+                        strides=[h // oh, w // ow])
+    import numpy as np
+    dtype = ctx.out.dtype.np
+    rows = ctx.const(_adaptive_matrix(np, h, oh, dtype))
+    cols = ctx.const(_adaptive_matrix(np, w, ow, dtype).T)
+    return ctx.node("MatMul", [ctx.node("MatMul", [rows, x]), cols])
+
+
+_POOL_BACKWARD = OnnxNotExportable("a gradient op of pooling (backward only); an exported "
+                                   "model is inference only")
+
+onnx_rules(max_pool2d=_onnx_max_pool, avg_pool2d=_onnx_avg_pool,
+           adaptive_avg_pool2d=_onnx_adaptive, max_pool2d_indices=_POOL_BACKWARD,
+           max_pool2d_backward=_POOL_BACKWARD, avg_pool2d_backward=_POOL_BACKWARD,
+           adaptive_avg_pool2d_backward=_POOL_BACKWARD)

@@ -11,7 +11,7 @@ from ..dtypes import int64
 from . import shape_ops
 from .elementwise import eq
 from .infer import normalize_dim, normalize_dims
-from .registry import apply, register
+from .registry import OnnxNotExportable, apply, onnx_rules, register
 
 
 def _reduced_shape(shape, dims, keepdim):
@@ -199,3 +199,55 @@ dim_numel = register("dim_numel", infer=_dim_numel_infer, kernel=_dim_numel_kern
 
 __all__ = ["sum_", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "expand_reduced",
            "exclusive_prod", "dim_numel"]
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_reduce(op_type):
+    """ReduceSum/Max/Min/Prod over ``dim`` (None: all dims), integers accumulated in int64."""
+    def rule(ctx, a, *, dim=None, keepdim=False):
+        meta = ctx.metas[0]
+        x = ctx.operand(0, ctx.out.dtype)
+        if meta.ndim == 0:
+            return ctx.node("Identity", [x])
+        dims = normalize_dims(op_type, dim, meta.ndim)
+        if not dims:  # dim=(): nothing to reduce
+            return ctx.node("Identity", [x])
+        return ctx.node(op_type, [x, ctx.ints(dims)], keepdims=int(bool(keepdim)))
+    return rule
+
+
+def _onnx_arg(op_type):
+    def rule(ctx, a, *, dim=None, keepdim=False):
+        meta = ctx.metas[0]
+        if meta.ndim == 0:
+            return ctx.const(0, "int64")
+        if dim is None:
+            flat = ctx.node(op_type, [ctx.reshape(a, [-1])], axis=0, keepdims=0)
+            return ctx.reshape(flat, [1] * meta.ndim) if keepdim else flat
+        return ctx.node(op_type, [a], axis=dim % meta.ndim, keepdims=int(bool(keepdim)))
+    return rule
+
+
+def _onnx_cumsum(ctx, a, *, dim):
+    x = ctx.operand(0, ctx.out.dtype)
+    if ctx.metas[0].ndim == 0:
+        return ctx.node("Identity", [x])
+    return ctx.node("CumSum", [x, ctx.const(dim, "int64")])
+
+
+def _onnx_dim_numel(ctx, a, *, dim=None):
+    meta = ctx.metas[0]
+    dims = normalize_dims("dim_numel", dim, meta.ndim)
+    sizes = [meta.shape[d] for d in dims]
+    if -1 not in sizes:
+        return ctx.const(int(np.prod(sizes, dtype=np.int64)), "int64")
+    picked = ctx.node("Gather", [ctx.shape_of(a), ctx.ints(dims)], axis=0)
+    return ctx.node("ReduceProd", [picked], keepdims=0)
+
+
+onnx_rules(sum=_onnx_reduce("ReduceSum"), amax=_onnx_reduce("ReduceMax"),
+           amin=_onnx_reduce("ReduceMin"), prod=_onnx_reduce("ReduceProd"),
+           argmax=_onnx_arg("ArgMax"), argmin=_onnx_arg("ArgMin"), cumsum=_onnx_cumsum,
+           dim_numel=_onnx_dim_numel,
+           exclusive_prod=OnnxNotExportable("a gradient helper of prod (backward only); an "
+                                            "exported model is inference only"))

@@ -38,7 +38,7 @@ from typing import Callable
 
 __all__ = ["OpDef", "register", "get_op", "all_ops", "apply", "apply_inplace", "TensorMeta",
            "set_interpreter", "use_interpreter", "current_interpreter", "TensorLike",
-           "is_tensor", "runtime_value"]
+           "is_tensor", "runtime_value", "onnx_rules", "OnnxNotExportable"]
 
 
 class TensorLike:
@@ -95,7 +95,7 @@ class OpDef:
     """One primitive op. See the module docstring for what each field means."""
 
     __slots__ = ("name", "infer", "kernel", "vjp", "save", "save_output", "view", "supports_out",
-                 "variadic", "doc", "__dict__")
+                 "variadic", "doc", "onnx", "__dict__")
 
     def __init__(self, name: str, infer: Callable, kernel: Callable, vjp: tuple | None = None,
                  save: tuple | slice = (), save_output: bool = False, view: bool = False,
@@ -110,6 +110,7 @@ class OpDef:
         self.supports_out = supports_out
         self.variadic = variadic
         self.doc = doc
+        self.onnx = None  # the ONNX lowering rule (see onnx_rules), set beside the op's other rules
 
     @property
     def differentiable(self) -> bool:
@@ -133,6 +134,36 @@ def register(name: str, *, infer: Callable, kernel: Callable, vjp: tuple | None 
     op = OpDef(name, infer, kernel, vjp, save, save_output, view, supports_out, variadic, doc)
     _REGISTRY[name] = op
     return op
+
+
+class OnnxNotExportable:
+    """The ONNX entry of an op no exported (inference) model can hold, with the reason
+    (gradient helpers, ...): the exporter refuses it with that reason."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"OnnxNotExportable({self.reason!r})"
+
+
+def onnx_rules(**rules) -> None:
+    """Attach ONNX lowering rules to registered ops, by op name (used at the end of each op
+    module, beside the op's other rules; :mod:`hybridfw.onnx` reads them).
+
+    A rule is an ONNX op type (a string: the op maps 1:1, its tensor operands cast to the op's
+    compute dtype) or a function ``rule(ctx, *args, **attrs) -> value name`` that emits nodes
+    through the exporter's context ``ctx`` (``args``: ONNX value names for tensor inputs, Python
+    numbers as they are; ``ctx.metas``: their shapes/dtypes; ``ctx.out``: the result's). Nothing
+    here imports onnx.
+    """
+    for name, rule in rules.items():
+        op = get_op(name)
+        if op.onnx is not None:
+            raise ValueError(f"op {name!r} already has an ONNX lowering rule")
+        op.onnx = rule
 
 
 def get_op(name: str) -> OpDef:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .elementwise import _sigmoid_kernel
 from .infer import check_float
-from .registry import apply, register
+from .registry import OnnxNotExportable, apply, onnx_rules, register
 
 __all__ = ["gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward"]
 
@@ -232,3 +232,38 @@ gru_cell_backward = register(
     vjp=(_no_double_backward("gru_cell"),) * 4,
     doc="Gradient of gru_cell with respect to gi, gh or h_prev (attribute wrt), given the "
         "gradient g of h; recomputes the gate activations. Not differentiable.")
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_last(ctx, x, start, stop):
+    return ctx.node("Slice", [x, ctx.ints([start]), ctx.ints([stop]), ctx.ints([-1])])
+
+
+def _onnx_lstm_cell(ctx, gates, c_prev):
+    hidden = ctx.out.shape[-1]
+    i, f, g, o = (_onnx_last(ctx, gates, k * hidden, (k + 1) * hidden) for k in range(4))
+    i, f, o = (ctx.node("Sigmoid", [v]) for v in (i, f, o))
+    g = ctx.node("Tanh", [g])
+    c = ctx.node("Add", [ctx.node("Mul", [f, c_prev]), ctx.node("Mul", [i, g])])
+    tc = ctx.node("Tanh", [c])
+    h = ctx.node("Mul", [o, tc])
+    slots = [ctx.node("Unsqueeze", [v, ctx.ints([0])]) for v in (h, c, i, f, g, o, tc)]
+    return ctx.node("Concat", slots, axis=0)
+
+
+def _onnx_gru_cell(ctx, gi, gh, h_prev):
+    hidden = ctx.out.shape[-1]
+    rz = ctx.node("Sigmoid", [ctx.node("Add", [_onnx_last(ctx, gi, 0, 2 * hidden),
+                                               _onnx_last(ctx, gh, 0, 2 * hidden)])])
+    r, z = _onnx_last(ctx, rz, 0, hidden), _onnx_last(ctx, rz, hidden, 2 * hidden)
+    n = ctx.node("Tanh", [ctx.node("Add", [
+        ctx.node("Mul", [r, _onnx_last(ctx, gh, 2 * hidden, 3 * hidden)]),
+        _onnx_last(ctx, gi, 2 * hidden, 3 * hidden)])])
+    return ctx.node("Add", [ctx.node("Mul", [ctx.node("Sub", [h_prev, n]), z]), n])
+
+
+_RNN_BACKWARD = OnnxNotExportable("a gradient op of an RNN cell (backward only); an exported "
+                                  "model is inference only")
+
+onnx_rules(lstm_cell=_onnx_lstm_cell, gru_cell=_onnx_gru_cell, lstm_cell_backward=_RNN_BACKWARD,
+           gru_cell_backward=_RNN_BACKWARD)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..backend import device as as_device
 from ..backend import to_device_array
 from .infer import broadcast_shapes, normalize_dim, numel
-from .registry import apply, register, runtime_value
+from .registry import OnnxNotExportable, apply, onnx_rules, register, runtime_value
 
 
 def resolve_shape(op: str, shape, new_shape) -> tuple:
@@ -224,3 +224,40 @@ to_device = register("to_device", infer=_to_device_infer, kernel=_to_device_kern
 
 __all__ = ["reshape", "permute", "broadcast_to", "concat", "concat_backward", "to_device",
            "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes"]
+
+
+# ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
+def _onnx_reshape(ctx, a, *, shape):
+    source, target = ctx.metas[0].shape, list(shape)
+    if target.count(-1) == 1 and 0 not in target:
+        i = target.index(-1)
+        rest = [s for j, s in enumerate(source) if j != i]
+        if i < len(source) and source[i] == -1 and -1 not in rest and \
+                numel(rest) == numel(s for s in target if s != -1):
+            # the inferred dim is the input's own unknown dim: copy it (ONNX's 0), which keeps a
+            # symbolic dim symbolic for shape inference (flatten of a batch)
+            target[i] = 0
+            return ctx.node("Reshape", [a, ctx.ints(target)])
+    return ctx.reshape(a, target)
+
+
+def _onnx_permute(ctx, a, *, dims):
+    return ctx.node("Transpose", [a], perm=[d % ctx.metas[0].ndim for d in dims])
+
+
+def _onnx_broadcast_to(ctx, a, *, shape):
+    # Expand broadcasts both ways: a 1 keeps the input's size (PyTorch's -1, unknown dims)
+    return ctx.node("Expand", [a, ctx.ints(1 if s == -1 else s for s in ctx.out.shape)])
+
+
+def _onnx_concat(ctx, *xs, dim):
+    dt = ctx.out.dtype
+    return ctx.node("Concat", [ctx.operand(i, dt) for i in range(len(xs))], axis=dim)
+
+
+_BACKWARD = OnnxNotExportable("a gradient op (backward only); an exported model is inference "
+                              "only")
+
+onnx_rules(reshape=_onnx_reshape, permute=_onnx_permute, broadcast_to=_onnx_broadcast_to,
+           concat=_onnx_concat, to_device="Identity", sum_to_like=_BACKWARD,
+           concat_backward=_BACKWARD)

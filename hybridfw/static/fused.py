@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import as_dtype
-from ..ops.registry import TensorMeta, get_op, register
+from ..ops.registry import TensorMeta, get_op, onnx_rules, register
 
 __all__ = ["FUSIBLE_OPS", "fused_elementwise", "parse_ref"]
 
@@ -195,3 +195,29 @@ def _no_gradient(g, out, *inputs, ops, dtype, input_index):
 fused_elementwise = register("fused_elementwise", infer=_fused_infer, kernel=_fused_kernel,
                              variadic=True, vjp=(_no_gradient,),
                              doc="elementwise ops run as one (see hybridfw.static.fused)")
+
+
+# ---- ONNX lowering rule (hybridfw.onnx) -----------------------------------------------------
+def _onnx_fused(ctx, *inputs, ops, dtype):
+    """Each sub-op through its own registry rule, in order."""
+    names, metas = [], []
+    for count, (name, refs, attrs) in enumerate(ops):
+        args, arg_metas = [], []
+        for ref in refs:
+            kind, value = parse_ref(ref, count, len(inputs))
+            if kind == "in":
+                args.append(inputs[value])
+                arg_metas.append(ctx.metas[value])
+            elif kind == "op":
+                args.append(names[value])
+                arg_metas.append(metas[value])
+            else:
+                args.append(value)
+                arg_metas.append(value)
+        result, meta = ctx.lower(name, args, arg_metas, dict(attrs))
+        names.append(result)
+        metas.append(meta)
+    return names[-1]
+
+
+onnx_rules(fused_elementwise=_onnx_fused)
