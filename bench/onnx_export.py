@@ -8,7 +8,7 @@ executor runs the program ``hf.jit.to_static`` compiled (what the export lowers)
 module in eval mode under ``no_grad``. Times are medians of interleaved rounds (every case once
 per round), so load from other processes hits all cases alike; compare ratios within one run.
 
-    OPENBLAS_NUM_THREADS=2 python bench/onnx.py [--threads 2]
+    OPENBLAS_NUM_THREADS=2 python bench/onnx_export.py [--threads 2]
 """
 from __future__ import annotations
 
@@ -19,9 +19,7 @@ import sys
 import tempfile
 import time
 
-# this script is named onnx.py: keep its folder off the path so `import onnx` finds the package
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.getcwd()) != _HERE]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
