@@ -217,3 +217,25 @@ def test_method_decorator_binds_per_instance():
     assert a(hf.ones(2)).tolist() == [2.0, 2.0]
     assert b(hf.ones(2)).tolist() == [3.0, 3.0]
     assert a(-hf.ones(2)).tolist() == [-1.0, -1.0]
+
+
+@pytest.mark.parametrize("make, spec, shapes", [
+    (lambda: nn.LSTM(5, 7, num_layers=2, bidirectional=True), [6, None, 5],
+     [(6, 3, 5), (6, 4, 5)]),
+    (lambda: nn.GRU(5, 7, batch_first=True), [None, 6, 5], [(3, 6, 5), (2, 6, 5)]),
+    (lambda: nn.LSTMCell(5, 7), [None, 5], [(3, 5), (4, 5)]),
+    (lambda: nn.RNNCell(5, 7), [None, 5], [(3, 5), (1, 5)]),
+])
+def test_recurrent_layers_without_a_state_run_with_a_dynamic_batch(make, spec, shapes):
+    """The zero initial state takes its batch size from the input at run time: one program
+    serves every batch size and equals eager."""
+    hf.manual_seed(0)
+    layer = make()
+    static = hf.jit.to_static(layer, input_spec=[hf.jit.InputSpec(spec)])
+    for shape in shapes:
+        x = hf.randn(*shape)
+        got, want = static(x), layer(x)
+        got, want = (got[0], want[0]) if isinstance(got, tuple) else (got, want)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    assert static.forward.cache_info().programs == 1

@@ -10,7 +10,7 @@ import math
 import warnings
 
 from ...ops.composite import cat, stack
-from ...ops.factories import empty, zeros
+from ...ops.factories import empty, zeros, zeros_like
 from ...ops.registry import apply
 from ...ops.rnn_ops import gru_cell, lstm_cell
 from .. import functional as F
@@ -79,6 +79,16 @@ def _check_state(layer: str, name: str, state, expected: tuple) -> None:
                                           for a, b in zip(shape, expected)):
         raise ValueError(f"{layer}: expected {name} of shape {expected}, got "
                          f"{tuple(state.shape)}")
+
+
+def _zero_state(x, batch: int, hidden: int):
+    """A zero state ``(batch, hidden)`` in ``x``'s dtype and device. In a static program whose
+    batch size is known only at run time (``batch`` is -1: an InputSpec ``None`` dim), it is
+    made from ``x`` itself (``x`` then is ``(batch, features)``), so the program works for every
+    batch size."""
+    if batch >= 0:
+        return zeros(batch, hidden, dtype=x.dtype, device=x.device)
+    return zeros_like(x[:, :1]).expand(-1, hidden)
 
 
 class RNNBase(Module):
@@ -204,7 +214,7 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
                 index = layer * directions + direction
                 if states is None:
-                    h = zeros(batch, self.hidden_size, dtype=x.dtype, device=x.device)
+                    h = _zero_state(x[0] if batch < 0 else x, batch, self.hidden_size)
                     c = h if lstm else None
                 else:
                     h = states[0][index]
@@ -377,7 +387,7 @@ class RNNCellBase(Module):
         return x, states, batched
 
     def _zeros(self, x):
-        return zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+        return _zero_state(x, x.shape[0], self.hidden_size)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
