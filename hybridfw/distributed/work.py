@@ -1,0 +1,87 @@
+"""Handles of collectives in flight, and waiting for them with a deadline.
+
+A collective that never completes (a rank crashed, stalled or skipped the call) would block
+``MPI_Wait`` forever; :meth:`Work.wait` instead polls the requests until a deadline and then
+raises :class:`DistributedTimeoutError` naming the collective, the rank and the timeout.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+__all__ = ["Work", "DistributedTimeoutError", "wait_all"]
+
+
+class DistributedTimeoutError(RuntimeError):
+    """A collective did not complete within the process group's timeout."""
+
+
+class Work:
+    """A collective started with ``async_op=True``: ``wait()`` blocks until it is done (and
+    runs its finishing step, e.g. the division of ``op='mean'``); ``is_completed()`` polls.
+
+    ``requests`` are backend requests with ``Test() -> bool`` and ``Wait()`` (MPI's);
+    ``finish`` runs once after they complete.
+    """
+
+    __slots__ = ("name", "requests", "finish", "group", "done")
+
+    def __init__(self, name: str, requests: Sequence, group, finish: Callable | None = None):
+        self.name = name
+        self.requests = list(requests)
+        self.group = group
+        self.finish = finish
+        self.done = False
+
+    def is_completed(self) -> bool:
+        """True once every request has completed (drives the backend's progress)."""
+        if self.done:
+            return True
+        if all(r.Test() for r in self.requests):
+            self._complete()
+        return self.done
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the collective completes; ``timeout`` (seconds) defaults to the process
+        group's. Raises :class:`DistributedTimeoutError` when it runs out."""
+        if not self.done:
+            limit = self.group.timeout if timeout is None else float(timeout)
+            _wait_requests(self.requests, limit, self.name, self.group)
+            self._complete()
+        return True
+
+    def _complete(self) -> None:
+        self.done = True
+        self.requests = []
+        if self.finish is not None:
+            finish, self.finish = self.finish, None
+            finish()
+
+    def __repr__(self) -> str:
+        return f"<Work {self.name} {'done' if self.done else 'in flight'}>"
+
+
+def wait_all(works: Sequence[Work], timeout: float | None = None) -> None:
+    """Wait for several handles (each against the same deadline)."""
+    for w in works:
+        w.wait(timeout)
+
+
+def _wait_requests(requests, limit: float, name: str, group) -> None:
+    if limit == float("inf"):
+        for r in requests:
+            r.Wait()
+        return
+    deadline = time.monotonic() + limit
+    delay = 1e-5
+    pending = [r for r in requests if not r.Test()]
+    while pending:
+        if time.monotonic() >= deadline:
+            raise DistributedTimeoutError(
+                f"hf.distributed.{name}: rank {group.rank} of {group.world_size} waited "
+                f"{limit:g} s and the collective did not complete: another rank failed, is "
+                f"stalled or did not call {name} (the timeout is set by "
+                f"init_process_group(timeout=...) or HYBRIDFW_DIST_TIMEOUT)")
+        time.sleep(delay)
+        delay = min(2 * delay, 5e-4)  # short sleeps: a 4 MB all-reduce takes ~3 ms
+        pending = [r for r in pending if not r.Test()]
