@@ -32,6 +32,7 @@ class MPIBackend:
         MPI = import_mpi()
         self.MPI = MPI
         self.comm = MPI.COMM_WORLD.Dup()
+        self.comm.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = self.comm.Get_rank()
         self.world_size = self.comm.Get_size()
         self._ops = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}

@@ -198,7 +198,7 @@ def check_consistent(group: ProcessGroup, name: str, row: np.ndarray,
     (dtypes) on every rank, naming what each rank passed."""
     from .work import Work
     table, requests = group.backend.gather_ints(row)
-    Work(f"{name} (consistency check)", requests, group).wait()
+    Work(name, requests, group).wait()
     if (table == table[0]).all():
         return
     calls = "; ".join(f"rank {r}: {describe(t)}" + (f", {extra_name}={int(t[3])}"
