@@ -130,16 +130,17 @@ def register_post_accumulate_grad_hook(leaf, hook) -> HookHandle:
     key = id(leaf)
     entry = _post_accumulate_hooks.get(key)
     if entry is None or entry[0]() is not leaf:
-        ref = weakref.ref(leaf, lambda _r, k=key: _drop_hooks(k, _r))
+        ref = weakref.ref(leaf, functools.partial(_drop_hooks, _post_accumulate_hooks, key))
         entry = _post_accumulate_hooks[key] = (ref, [])
     entry[1].append(hook)
     return HookHandle(key, hook)
 
 
-def _drop_hooks(key: int, ref) -> None:
-    entry = _post_accumulate_hooks.get(key)
+def _drop_hooks(table: dict, key: int, ref) -> None:
+    # the table comes bound in: at interpreter exit this module's globals may already be gone
+    entry = table.get(key)
     if entry is not None and entry[0] is ref:
-        del _post_accumulate_hooks[key]
+        del table[key]
 
 
 def queue_callback(callback) -> None:

@@ -231,7 +231,7 @@ class Tensor(TensorMethods):
             >>> import hybridfw as hf
             >>> w = hf.ones(2, requires_grad=True)
             >>> seen = []
-            >>> handle = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+            >>> hook = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
             >>> (w * 3).sum().backward()
             >>> seen
             [[3.0, 3.0]]
