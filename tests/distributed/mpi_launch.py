@@ -30,8 +30,10 @@ requires_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpi4py and mpiexec
                                   "(pip install mpi4py mpich)")
 
 
-def launch(args: list, n: int = 2, timeout: float = 120, env: dict | None = None):
-    """Run ``mpiexec -n n python dist_worker.py *args``; returns (CompletedProcess, seconds).
+def launch(args: list, n: int = 2, timeout: float = 120, env: dict | None = None,
+           python_args: list | None = None):
+    """Run ``mpiexec -n n python dist_worker.py *args`` (or ``python *python_args``); returns
+    (CompletedProcess, seconds).
 
     A launch that outlives ``timeout`` fails the test instead of hanging the suite."""
     full_env = dict(os.environ)
@@ -42,7 +44,8 @@ def launch(args: list, n: int = 2, timeout: float = 120, env: dict | None = None
     full_env.update(env or {})
     start = time.monotonic()
     # its own session, so a launch that hangs is ended with all its ranks, not only mpiexec
-    proc = subprocess.Popen([MPIEXEC, "-n", str(n), sys.executable, WORKER, *args],
+    command = [MPIEXEC, "-n", str(n), sys.executable, *(python_args or [WORKER, *args])]
+    proc = subprocess.Popen(command,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=full_env, cwd=REPO_ROOT, start_new_session=True)
     try:
@@ -50,7 +53,7 @@ def launch(args: list, n: int = 2, timeout: float = 120, env: dict | None = None
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = proc.communicate()
-        pytest.fail(f"mpiexec -n {n} {' '.join(args)} did not finish within {timeout} s "
+        pytest.fail(f"{' '.join(command)} did not finish within {timeout} s "
                     f"(a rank hangs):\n{stdout}\n{stderr}")
     done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     return done, time.monotonic() - start
