@@ -67,21 +67,30 @@ def wait_all(works: Sequence[Work], timeout: float | None = None) -> None:
         w.wait(timeout)
 
 
+#: Poll without sleeping this long first (MPI's own Wait spins too): sleeping even 10 us costs
+#: ~0.1 ms of timer slack per wait, more than a small all-reduce takes (measured 0.28 ms vs
+#: 0.01 ms for 4 KB).
+SPIN_SECONDS = 0.02
+
+
 def _wait_requests(requests, limit: float, name: str, group) -> None:
     if limit == float("inf"):
         for r in requests:
             r.Wait()
         return
-    deadline = time.monotonic() + limit
-    delay = 1e-5
+    now = time.monotonic()
+    deadline, spin_until = now + limit, now + SPIN_SECONDS
+    delay = 1e-4
     pending = [r for r in requests if not r.Test()]
     while pending:
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             raise DistributedTimeoutError(
                 f"hf.distributed.{name}: rank {group.rank} of {group.world_size} waited "
                 f"{limit:g} s and the collective did not complete: another rank failed, is "
                 f"stalled or did not call {name} (the timeout is set by "
                 f"init_process_group(timeout=...) or HYBRIDFW_DIST_TIMEOUT)")
-        time.sleep(delay)
-        delay = min(2 * delay, 5e-4)  # short sleeps: a 4 MB all-reduce takes ~3 ms
+        if now > spin_until:  # a long wait: stop burning the core, back off to 1 ms polls
+            time.sleep(delay)
+            delay = min(2 * delay, 1e-3)
         pending = [r for r in pending if not r.Test()]

@@ -1,8 +1,8 @@
 """Gradient buckets for data parallelism: all-reduce each bucket as soon as it is complete.
 
 Parameters are assigned to buckets in reverse registration order (backward produces the last
-layers' gradients first), each bucket one flat buffer of at most ``bucket_cap_bytes`` allocated
-once. When backward accumulates a parameter's gradient (its post-accumulate hook), the gradient
+layers' gradients first), each bucket one flat buffer of at most ``bucket_cap_bytes`` (the
+first at most 1 MiB, so communication starts early) allocated once. When backward accumulates a parameter's gradient (its post-accumulate hook), the gradient
 is copied into its slot of the bucket; the bucket whose last slot arrives starts its nonblocking
 all-reduce at once -- while backward computes the earlier layers' gradients. Buckets start in
 index order on every rank (MPI needs collectives in the same order everywhere). When backward
@@ -44,14 +44,22 @@ class Bucket:
         return self.flat.nbytes
 
 
-def assign_buckets(named_params: list, cap_bytes: int) -> list:
-    """Lists of indices into ``named_params``: reverse order, split at ``cap_bytes`` and where
-    device or dtype changes."""
+#: The first bucket (the last layers) is kept small so that communication starts early in
+#: backward, as PyTorch's DDP does.
+FIRST_BUCKET_BYTES = 1 << 20
+
+
+def assign_buckets(named_params: list, cap_bytes: int,
+                   first_cap_bytes: int | None = None) -> list:
+    """Lists of indices into ``named_params``: reverse order, split at ``cap_bytes``
+    (``first_cap_bytes`` for the first bucket) and where device or dtype changes."""
     buckets, current, size, key = [], [], 0, None
+    first_cap = cap_bytes if first_cap_bytes is None else min(first_cap_bytes, cap_bytes)
     for i in reversed(range(len(named_params))):
         p = named_params[i][1]
         pkey = (p.device, p.dtype)
-        if current and (pkey != key or size + p.nbytes > cap_bytes):
+        cap = cap_bytes if buckets else first_cap
+        if current and (pkey != key or size + p.nbytes > cap):
             buckets.append(current)
             current, size = [], 0
         current.append(i)
@@ -72,7 +80,8 @@ class Reducer:
         self.named_params = named_params
         self.buckets = []
         self.slot = {}  # id(param) -> (bucket, position)
-        for b, indices in enumerate(assign_buckets(named_params, cap_bytes)):
+        layout = assign_buckets(named_params, cap_bytes, FIRST_BUCKET_BYTES)
+        for b, indices in enumerate(layout):
             bucket = Bucket(b, [named_params[i][1] for i in indices],
                             [named_params[i][0] for i in indices])
             self.buckets.append(bucket)
