@@ -260,6 +260,25 @@ def run_checks(out_dir: str) -> None:
     write_atomic(os.path.join(out_dir, f"rank{rank}.json"), result)
 
 
+def run_nccl(out_dir: str) -> None:
+    """Collectives and one DDP step on CUDA tensors through NCCL (any number of ranks)."""
+    dist = hf.distributed
+    dist.init_process_group("nccl", timeout=60)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    t = hf.tensor(rank_data(rank), device="cuda")
+    dist.all_reduce(t, op="mean")
+    parts = [hf.empty(3, 4, device="cuda") for _ in range(world)]
+    dist.all_gather(parts, hf.tensor(rank_data(rank), device="cuda"))
+    b = hf.tensor(rank_data(rank), device="cuda")
+    dist.broadcast(b, src=world - 1)
+    model = mlp(seed=rank).to("cuda")
+    ddp = train_ddp(rank, model)
+    result = {"rank": rank, "world_size": world, "mean": t.cpu().tolist(),
+              "all_gather": [p.cpu().tolist() for p in parts], "broadcast": b.cpu().tolist(),
+              "ddp_params": [p.detach().cpu().numpy().tolist() for p in ddp.parameters()]}
+    write_atomic(os.path.join(out_dir, f"rank{rank}.json"), result)
+
+
 def run_misbehaving(mode: str) -> None:
     dist = hf.distributed
     dist.init_process_group("mpi", timeout=float(os.environ.get("HYBRIDFW_DIST_TIMEOUT", 60)))
@@ -279,5 +298,7 @@ def run_misbehaving(mode: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "checks":
         run_checks(sys.argv[2])
+    elif sys.argv[1] == "nccl":
+        run_nccl(sys.argv[2])
     else:
         run_misbehaving(sys.argv[1])
