@@ -1,36 +1,45 @@
 """ZeRO stage 1: optimizer state sharded across the ranks of a data-parallel job.
 
 Every rank holds the whole model and (after DistributedDataParallel) the same averaged
-gradients, but only updates -- and only keeps optimizer state for -- its own shard of the
-parameters; the updated shards are then broadcast from their owners, so every replica ends the
-step with all new parameters. Adam's two moments, which are twice the model, shrink to
-``1 / world_size`` per rank, which ``hf.memory.allocated()`` shows.
+gradients, but only updates -- and only keeps optimizer state for -- its own shard; the updated
+shards are then broadcast from their owners, so every replica ends the step with all new
+parameters. The shards are equal slices of the parameters laid end to end (a parameter may be
+split between two ranks), so Adam's two moments, twice the model, shrink to exactly
+``1 / world_size`` per rank whatever the layer sizes; ``hf.memory.allocated()`` shows it. The
+optimizers here update element by element, so updating slices gives the same numbers as
+updating whole parameters.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ..dygraph import Tensor, enable_grad
+from ..dygraph import Tensor, enable_grad, no_grad
 from .optimizer import Optimizer
 
-__all__ = ["ZeroRedundancyOptimizer", "partition_parameters"]
+__all__ = ["ZeroRedundancyOptimizer", "partition_flat"]
 
 
-def partition_parameters(params: list, world_size: int) -> list:
-    """Owner rank of each parameter: largest first, each to the rank holding the fewest
-    elements so far (deterministic, so every rank computes the same split)."""
-    owners = [0] * len(params)
-    load = [0] * world_size
-    for i in sorted(range(len(params)), key=lambda i: (-params[i].numel(), i)):
-        rank = min(range(world_size), key=lambda r: (load[r], r))
-        owners[i] = rank
-        load[rank] += params[i].numel()
-    return owners
+def partition_flat(sizes: list, world_size: int) -> list:
+    """``(index, start, stop, rank)`` pieces: the parameters' elements laid end to end, cut
+    into ``world_size`` consecutive ranges of ``ceil(total / world_size)`` elements (rank r owns
+    the r-th); a parameter crossing a cut becomes two pieces."""
+    total = sum(sizes)
+    chunk = -(-total // world_size) if total else 0
+    pieces, offset = [], 0
+    for index, n in enumerate(sizes):
+        start = 0
+        while start < n:
+            rank = (offset + start) // chunk
+            stop = min(n, (rank + 1) * chunk - offset)
+            pieces.append((index, start, stop, rank))
+            start = stop
+        offset += n
+    return pieces
 
 
 class ZeroRedundancyOptimizer(Optimizer):
     """Wrap ``optimizer_class`` (e.g. ``hf.optim.Adam``) so each rank keeps the state of
-    ``1 / world_size`` of the parameters (ZeRO-1).
+    ``1 / world_size`` of the parameters' elements (ZeRO-1).
 
     ``defaults`` go to ``optimizer_class``; parameter groups work as in any optimizer and their
     options (``lr`` set by a scheduler) reach the shard optimizer at every step.
@@ -43,7 +52,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         >>> model = hf.nn.parallel.DistributedDataParallel(hf.nn.Linear(512, 512))
         >>> opt = hf.optim.ZeroRedundancyOptimizer(model.parameters(), hf.optim.Adam, lr=1e-3)
         >>> model(hf.randn(8, 512)).sum().backward()
-        >>> opt.step()          # each rank updates half the parameters, then they are shared
+        >>> opt.step()          # each rank updates half the elements, then they are shared
         >>> opt.state_bytes()   # Adam moments of this rank's half only
     """
 
@@ -55,28 +64,39 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._group = group or default_group("ZeroRedundancyOptimizer")
         self.optimizer_class = optimizer_class
         self._local = None
+        self.pieces = None
         super().__init__(params, defaults)
         self._build_shards()
 
     def add_param_group(self, param_group: dict) -> None:
-        if getattr(self, "_local", None) is not None or getattr(self, "owners", None):
+        if self.pieces is not None:
             raise RuntimeError("ZeroRedundancyOptimizer: add parameter groups at construction; "
                                "adding one later would re-partition the sharded state")
         super().add_param_group(param_group)
 
     def _build_shards(self) -> None:
         params = [p for g in self.param_groups for p in g["params"]]
-        world, rank = self._group.world_size, self._group.rank
-        owners = partition_parameters(params, world)
-        self.owners = dict(zip(map(id, params), owners))
-        self._params = params
-        local_groups, self._local_to_global = [], []
-        for index, g in enumerate(self.param_groups):
-            mine = [p for p in g["params"] if self.owners[id(p)] == rank]
-            if mine:
-                local_groups.append({**{k: v for k, v in g.items() if k != "params"},
-                                     "params": mine})
-                self._local_to_global.append(index)
+        for i, p in enumerate(params):
+            if not p._data.flags.c_contiguous:
+                raise ValueError(f"ZeroRedundancyOptimizer: parameter {i} (shape {p.shape}) is "
+                                 f"not contiguous; its shards could not be views of it")
+        group_of = [gi for gi, g in enumerate(self.param_groups) for _ in g["params"]]
+        rank = self._group.rank
+        layout = partition_flat([p.numel() for p in params], self._group.world_size)
+        #: every piece on every rank: (parameter, flat start, flat stop, owner rank)
+        self.pieces = [(params[i], a, b, r) for i, a, b, r in layout]
+        self._mine = []  # (parameter, start, stop, shard tensor) owned here
+        by_group: dict = {}
+        with no_grad():
+            for i, a, b, r in layout:
+                if r != rank:
+                    continue
+                shard = params[i].detach().view(-1)[a:b]
+                self._mine.append((params[i], a, b, shard))
+                by_group.setdefault(group_of[i], []).append(shard)
+        self._local_to_global = sorted(by_group)
+        local_groups = [{**{k: v for k, v in self.param_groups[gi].items() if k != "params"},
+                         "params": by_group[gi]} for gi in self._local_to_global]
         self._local = self.optimizer_class(local_groups, **self.defaults) if local_groups \
             else None
 
@@ -87,7 +107,7 @@ class ZeroRedundancyOptimizer(Optimizer):
 
     @property
     def state(self):
-        """This rank's optimizer state (its shard's parameters only)."""
+        """This rank's optimizer state (keyed by its shard tensors)."""
         return self._local.state if self._local is not None else {}
 
     @state.setter
@@ -106,7 +126,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         return total
 
     def step(self, closure: Callable | None = None):
-        """Update this rank's shard, then broadcast every parameter from its owner."""
+        """Update this rank's shard, then broadcast every piece from its owner."""
         from ..distributed.work import Work
         loss = None
         if closure is not None:
@@ -117,11 +137,14 @@ class ZeroRedundancyOptimizer(Optimizer):
                 for k, v in self.param_groups[index].items():
                     if k != "params":
                         local[k] = v
+            with no_grad():
+                for p, a, b, shard in self._mine:  # the shard's gradient: a view of p.grad
+                    shard.grad = None if p.grad is None else p.grad.detach().view(-1)[a:b]
             self._local.step()
         backend = self._group.backend
         requests = []
-        for p in self._params:
-            requests.extend(backend.broadcast(p._data, self.owners[id(p)]))
+        for p, a, b, owner in self.pieces:
+            requests.extend(backend.broadcast(p._data.reshape(-1)[a:b], owner))
             p._storage.version += 1
         Work("broadcast (ZeroRedundancyOptimizer parameters)", requests, self._group).wait()
         return loss

@@ -219,6 +219,7 @@ def check_zero(rank: int) -> dict:
         F.cross_entropy(ddp(hf.tensor(shard(x[step], rank))),
                         hf.tensor(shard(y[step], rank))).backward()
         opt.step()
+    mlp_state_bytes = opt.state_bytes()
     balanced = balanced_model()
     ddp = nn.parallel.DistributedDataParallel(balanced)
     zero = hf.optim.ZeroRedundancyOptimizer(ddp.parameters(), hf.optim.Adam, lr=0.01)
@@ -228,7 +229,8 @@ def check_zero(rank: int) -> dict:
     grew = hf.memory.allocated() - before
     return {"zero_params": params_of(model), "zero_state_bytes": zero.state_bytes(),
             "zero_memory_growth": grew,
-            "zero_owned": sum(1 for r in zero.owners.values() if r == rank)}
+            "zero_owned": sum(1 for *_, r in zero.pieces if r == rank),
+            "zero_mlp_state_bytes": mlp_state_bytes}
 
 
 def check_sampler(rank: int) -> dict:

@@ -157,6 +157,14 @@ def test_zero1_equals_plain_adam(ranks):
     assert ranks[0]["zero_params"] == ranks[1]["zero_params"]
 
 
+def test_zero1_shards_elements_evenly_whatever_the_layer_sizes(ranks):
+    sizes = [p.numel() for p in W.mlp().parameters()]  # 96, 16, 256, 16, 48, 3: 435
+    chunk = -(-sum(sizes) // W.WORLD)
+    owned = [chunk, sum(sizes) - chunk]  # elements per rank, parameters cut where needed
+    for rank, r in enumerate(ranks):
+        assert r["zero_mlp_state_bytes"] == 2 * 4 * owned[rank]  # Adam: two float32 moments
+
+
 def test_zero1_state_per_rank_is_half_of_adams(ranks):
     model = W.balanced_model()
     opt = hf.optim.Adam(model.parameters(), lr=0.01)

@@ -10,7 +10,7 @@ import pytest
 import hybridfw as hf
 from hybridfw import nn
 from hybridfw.nn.parallel.reducer import assign_buckets
-from hybridfw.optim.zero import partition_parameters
+from hybridfw.optim.zero import partition_flat
 
 dist = hf.distributed
 
@@ -89,13 +89,17 @@ def test_sampler_rejects_bad_rank():
 
 
 # ---- partitions and buckets ----------------------------------------------------------------
-def test_zero_partition_balances_elements():
-    sizes = [100, 10, 60, 40, 30, 20]
-    params = [hf.zeros(n) for n in sizes]
-    owners = partition_parameters(params, 2)
-    load = [sum(n for n, o in zip(sizes, owners) if o == r) for r in range(2)]
-    assert load == [130, 130]
-    assert partition_parameters(params, 1) == [0] * 6
+def test_zero_partition_cuts_the_flat_parameters_evenly():
+    pieces = partition_flat([100, 10, 60, 40], 2)  # 210 elements: 105 each
+    assert pieces == [(0, 0, 100, 0), (1, 0, 5, 0), (1, 5, 10, 1), (2, 0, 60, 1),
+                      (3, 0, 40, 1)]
+    assert partition_flat([7, 3], 1) == [(0, 0, 7, 0), (1, 0, 3, 0)]
+    pieces = partition_flat([5, 5, 5], 4)  # chunk 4: one parameter may span three ranks
+    assert [(i, a, b, r) for i, a, b, r in pieces if i == 1] == [(1, 0, 3, 1), (1, 3, 5, 2)]
+    for world in (2, 3, 8):
+        pieces = partition_flat([100, 10, 60, 40, 1], world)
+        counts = [sum(b - a for _, a, b, r in pieces if r == k) for k in range(world)]
+        assert sum(counts) == 211 and max(counts) - min(counts) <= world
 
 
 def test_buckets_follow_reverse_order_and_the_cap():
@@ -171,3 +175,12 @@ def test_queued_callback_runs_after_every_leaf_is_accumulated():
         lambda p: queue_callback(lambda: order.append(("end", w1.grad.tolist()))))
     ((w1 * 3) * w2).sum().backward()
     assert order == [("end", [3.0, 3.0])]
+
+
+def test_mpi_backend_without_mpi4py_says_what_to_install(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # as if it were not installed
+    with pytest.raises(RuntimeError, match=r"backend 'mpi' needs mpi4py and an MPI library "
+                                           r"\(pip install mpi4py mpich\)"):
+        dist.init_process_group("mpi")
+    assert not dist.is_initialized()
