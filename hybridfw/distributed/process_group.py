@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+import time
+import traceback
 
 import numpy as np
 
@@ -148,16 +150,34 @@ def _install_abort_on_uncaught_exception() -> None:
     _previous_excepthook = sys.excepthook
 
     def abort_job(kind, value, tb):
-        _previous_excepthook(kind, value, tb)
         group = _group
-        if group is not None and group.world_size > 1:
-            sys.stderr.write(f"hf.distributed: rank {group.rank} failed with an uncaught "
-                             f"{kind.__name__}; aborting all {group.world_size} ranks\n")
-            sys.stderr.flush()
-            sys.stdout.flush()
-            group.backend.abort(1)
+        if group is None or group.world_size == 1:
+            _previous_excepthook(kind, value, tb)
+            return
+        # One write of the whole report, then a moment for the launcher to forward it: the
+        # abort kills every rank's output stream, and a report cut in half helps nobody.
+        report = "".join(traceback.format_exception(kind, value, tb)) + (
+            f"hf.distributed: rank {group.rank} failed with an uncaught {kind.__name__}; "
+            f"aborting all {group.world_size} ranks\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _write_fully(report)
+        time.sleep(0.2)
+        group.backend.abort(1)
 
     sys.excepthook = abort_job
+
+
+def _write_fully(text: str) -> None:
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # stderr replaced by a non-file object
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        return
+    data = text.encode(errors="replace")
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _restore_excepthook() -> None:
