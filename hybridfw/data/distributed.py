@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sized
 
 import numpy as np
 
+from ..distributed.process_group import default_group
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -41,7 +42,6 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset: Sized, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False):
         if num_replicas is None or rank is None:
-            from ..distributed.process_group import default_group
             group = default_group("DistributedSampler")
             num_replicas = group.world_size if num_replicas is None else num_replicas
             rank = group.rank if rank is None else rank

@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
            "get_rank", "get_world_size", "get_backend", "default_group", "ProcessGroup",
-           "DEFAULT_TIMEOUT_S"]
+           "DEFAULT_TIMEOUT_S", "COLLECTIVES", "signature", "check_consistent"]
 
 #: PyTorch's default: 30 minutes (override per job with HYBRIDFW_DIST_TIMEOUT, in seconds).
 DEFAULT_TIMEOUT_S = 1800.0
@@ -188,7 +188,8 @@ def _restore_excepthook() -> None:
 
 
 # ---- consistency checks -------------------------------------------------------------------
-_COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier",
+#: What a consistency-check signature can name (its first integer is the index here).
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier",
                 "all_gather_into_tensor", "reduce_scatter_tensor", "DistributedDataParallel",
                 "ZeroRedundancyOptimizer")
 _DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in (
@@ -200,7 +201,7 @@ def signature(collective: str, arr, extra: int = 0) -> np.ndarray:
     """A small int64 vector describing one rank's call (collective, dtype, shape, extra)."""
     shape = tuple(arr.shape)[:_MAX_DIMS]
     row = np.full(4 + _MAX_DIMS, -1, dtype=np.int64)
-    row[:4] = (_COLLECTIVES.index(collective), np.dtype(arr.dtype).num, len(arr.shape), extra)
+    row[:4] = (COLLECTIVES.index(collective), np.dtype(arr.dtype).num, len(arr.shape), extra)
     row[4:4 + len(shape)] = shape
     return row
 
@@ -209,7 +210,7 @@ def describe(row) -> str:
     ndim = int(row[2])
     shape = tuple(int(d) for d in row[4:4 + min(ndim, _MAX_DIMS)])
     dtype = _DTYPE_NAMES.get(int(row[1]), f"dtype#{int(row[1])}")
-    return f"{_COLLECTIVES[int(row[0])]} of {dtype} {shape}"
+    return f"{COLLECTIVES[int(row[0])]} of {dtype} {shape}"
 
 
 def check_consistent(group: ProcessGroup, name: str, row: np.ndarray,

@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["Work", "DistributedTimeoutError", "wait_all"]
+__all__ = ["Work", "DistributedTimeoutError"]
 
 
 class DistributedTimeoutError(RuntimeError):
@@ -60,12 +60,6 @@ class Work:
 
     def __repr__(self) -> str:
         return f"<Work {self.name} {'done' if self.done else 'in flight'}>"
-
-
-def wait_all(works: Sequence[Work], timeout: float | None = None) -> None:
-    """Wait for several handles (each against the same deadline)."""
-    for w in works:
-        w.wait(timeout)
 
 
 #: Poll without sleeping this long first, yielding the core between polls: sleeping even 10 us

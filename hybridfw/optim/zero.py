@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ..distributed.process_group import default_group
+from ..distributed.work import Work
 from ..dygraph import Tensor, enable_grad, no_grad
 from .optimizer import Optimizer
 
@@ -57,7 +59,6 @@ class ZeroRedundancyOptimizer(Optimizer):
     """
 
     def __init__(self, params: Iterable, optimizer_class: type, group=None, **defaults):
-        from ..distributed.process_group import default_group
         if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
             raise TypeError(f"ZeroRedundancyOptimizer: optimizer_class must be an hf.optim "
                             f"Optimizer class (e.g. hf.optim.Adam), got {optimizer_class!r}")
@@ -127,7 +128,6 @@ class ZeroRedundancyOptimizer(Optimizer):
 
     def step(self, closure: Callable | None = None):
         """Update this rank's shard, then broadcast every piece from its owner."""
-        from ..distributed.work import Work
         loss = None
         if closure is not None:
             with enable_grad():

@@ -17,7 +17,10 @@ import zlib
 
 import numpy as np
 
+from ...distributed.process_group import COLLECTIVES, check_consistent, default_group
+from ...distributed.work import Work
 from ...dygraph import Tensor, is_grad_enabled
+from ...dygraph.autograd import Node
 from ..modules.module import Module
 from .reducer import Reducer
 
@@ -42,7 +45,6 @@ class DistributedDataParallel(Module):
                  find_unused_parameters: bool = False, broadcast_buffers: bool = True,
                  group=None):
         super().__init__()
-        from ...distributed.process_group import default_group
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an hf.nn.Module, got "
                             f"{type(module).__name__}")
@@ -106,10 +108,9 @@ class DistributedDataParallel(Module):
 
 
 def _check_same_model(group, named: list) -> None:
-    from ...distributed.process_group import _COLLECTIVES, check_consistent
     layout = ";".join(f"{n}:{p.shape}:{p.dtype}" for n, p in named).encode()
     row = np.full(12, -1, dtype=np.int64)
-    row[:6] = (_COLLECTIVES.index("DistributedDataParallel"), np.dtype(named[0][1]._data.dtype).num,
+    row[:6] = (COLLECTIVES.index("DistributedDataParallel"), np.dtype(named[0][1]._data.dtype).num,
                2, len(named), sum(p.numel() for _, p in named), zlib.crc32(layout))
     try:
         check_consistent(group, "DistributedDataParallel", row, "parameters")
@@ -119,7 +120,6 @@ def _check_same_model(group, named: list) -> None:
 
 
 def _broadcast_from_rank0(group, tensors: list) -> None:
-    from ...distributed.work import Work
     requests = []
     for t in tensors:
         arr = t._data
@@ -131,7 +131,6 @@ def _broadcast_from_rank0(group, tensors: list) -> None:
 
 def _unused_parameters(named: list, out) -> list:
     """Parameters the autograd graph of ``out`` does not reach."""
-    from ...dygraph.autograd import Node
     roots = [t._node for t in _tensors_in(out) if t._node is not None]
     seen, reached, stack = set(), set(), list(roots)
     while stack:

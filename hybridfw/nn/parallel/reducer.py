@@ -2,16 +2,17 @@
 
 Parameters are assigned to buckets in reverse registration order (backward produces the last
 layers' gradients first), each bucket one flat buffer of at most ``bucket_cap_bytes`` (the
-first at most 1 MiB, so communication starts early) allocated once. When backward accumulates a parameter's gradient (its post-accumulate hook), the gradient
-is copied into its slot of the bucket; the bucket whose last slot arrives starts its nonblocking
-all-reduce at once -- while backward computes the earlier layers' gradients. Buckets start in
-index order on every rank (MPI needs collectives in the same order everywhere). When backward
-ends, the reducer waits for the buckets, divides by the world size and leaves each parameter's
-``.grad`` as a view of its bucket (PyTorch's ``gradient_as_bucket_view``), so the averaged
-gradients cost no second copy.
+first at most 1 MiB, so communication starts early) allocated once. When backward accumulates a
+parameter's gradient (its post-accumulate hook), the gradient is copied into its slot of the
+bucket; the bucket whose last slot arrives starts its nonblocking all-reduce at once -- while
+backward computes the earlier layers' gradients. Buckets start in index order on every rank (MPI
+needs collectives in the same order everywhere). When backward ends, the reducer waits for the
+buckets, divides by the world size and leaves each parameter's ``.grad`` as a view of its bucket
+(PyTorch's ``gradient_as_bucket_view``), so the averaged gradients cost no second copy.
 """
 from __future__ import annotations
 
+from ...distributed.work import Work
 from ...dygraph import Tensor, no_grad
 from ...dygraph.autograd import queue_callback
 from ...ops.factories import zeros
@@ -139,7 +140,6 @@ class Reducer:
             self.next_bucket += 1
 
     def _launch(self, bucket: Bucket) -> None:
-        from ...distributed.work import Work
         arr = bucket.flat._data
         requests = self.group.backend.all_reduce(arr, "sum")
         bucket.work = Work(f"all_reduce (DistributedDataParallel bucket {bucket.index}, "
@@ -166,7 +166,3 @@ class Reducer:
             for p, view in zip(bucket.params, bucket.views):
                 if p.grad is None or p.grad._data is not view._data:
                     p.grad = view.detach()
-
-    def remove(self) -> None:
-        for h in self.handles:
-            h.remove()
