@@ -13,13 +13,15 @@ Gradient rules come from the op registry and are written in registry ops, so wit
 from __future__ import annotations
 
 import functools
+import weakref
 
 from ..backend import is_writeable
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "run_backward", "GradMode", "BackwardPass"]
+           "run_backward", "GradMode", "BackwardPass", "register_post_accumulate_grad_hook",
+           "queue_callback"]
 
 
 class GradMode:
@@ -90,6 +92,63 @@ class BackwardPass:
     or None when the pass accumulates into the leaves' ``.grad``."""
 
     capture = None
+    #: callbacks queued (:func:`queue_callback`) to run when the accumulating pass ends
+    callbacks = None
+
+
+#: id(leaf) -> (weakref to the leaf, [hooks]): hooks a leaf runs right after its ``.grad`` was
+#: accumulated (kept out of the Tensor's slots so leaves without hooks pay nothing).
+_post_accumulate_hooks: dict = {}
+
+
+class HookHandle:
+    """Returned by :func:`register_post_accumulate_grad_hook`; ``remove()`` unregisters."""
+
+    def __init__(self, key: int, hook):
+        self._key = key
+        self._hook = hook
+
+    def remove(self) -> None:
+        entry = _post_accumulate_hooks.get(self._key)
+        if entry is not None and self._hook in entry[1]:
+            entry[1].remove(self._hook)
+            if not entry[1]:
+                del _post_accumulate_hooks[self._key]
+
+
+def register_post_accumulate_grad_hook(leaf, hook) -> HookHandle:
+    """Run ``hook(leaf)`` each time backward has accumulated a gradient into ``leaf.grad``
+    (when the leaf's gradient is complete for this pass, not at the end of the pass), as
+    ``torch.Tensor.register_post_accumulate_grad_hook``; distributed data parallel starts its
+    all-reduces from it."""
+    if leaf._node is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: only leaf tensors accumulate "
+                           "gradients; this tensor has a grad_fn")
+    if not callable(hook):
+        raise TypeError(f"register_post_accumulate_grad_hook: hook must be callable, got "
+                        f"{type(hook).__name__}")
+    key = id(leaf)
+    entry = _post_accumulate_hooks.get(key)
+    if entry is None or entry[0]() is not leaf:
+        ref = weakref.ref(leaf, functools.partial(_drop_hooks, _post_accumulate_hooks, key))
+        entry = _post_accumulate_hooks[key] = (ref, [])
+    entry[1].append(hook)
+    return HookHandle(key, hook)
+
+
+def _drop_hooks(table: dict, key: int, ref) -> None:
+    # the table comes bound in: at interpreter exit this module's globals may already be gone
+    entry = table.get(key)
+    if entry is not None and entry[0] is ref:
+        del table[key]
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once when the running backward pass (that accumulates into
+    ``.grad``) has finished; called from a hook during backward."""
+    if BackwardPass.callbacks is None:
+        raise RuntimeError("queue_callback: no backward pass is running")
+    BackwardPass.callbacks.append(callback)
 
 
 class Node:
@@ -203,7 +262,13 @@ def _needed_nodes(order, targets):
 
 def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, capture=None):
     """The engine. Accumulates into leaves' ``.grad`` or, with ``capture`` (a list of tensors),
-    returns their gradients instead (``hf.autograd.grad``)."""
+    returns their gradients instead (``hf.autograd.grad``).
+
+    A leaf's gradient is complete once the last node with an edge to it has run: it goes into
+    ``.grad`` (and the leaf's post-accumulate hooks run) right then, so the buffer is not held
+    to the end of the pass and hooks can start work (an all-reduce) while backward goes on.
+    Leaves that are also roots are accumulated when the pass ends.
+    """
     buffers = {}
     leaves = {}
     for t, g in zip(roots, root_grads):
@@ -213,104 +278,116 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         if t._node is None:
             leaves[id(t)] = t
     order = _topological_order([t._node for t in roots])
-    targets = None
+    targets = ready = needed = None
     if capture is not None:
         targets = {id(t._node) if t._node is not None else id(t) for t in capture}
         needed = _needed_nodes(order, targets)
+    else:
+        taken = {id(g._storage) for g in root_grads}
+        ready = _last_users(order, leaves)
     make = tensor_cls._from_saved
-    # a leaf's gradient is complete once the last node with an edge to it has run: it goes into
-    # .grad right then, so the buffer is not held to the end of the pass (and .grad hooks see
-    # it while backward goes on)
-    ready = None if capture is not None else _last_users(order, leaves)
-    taken = {id(g._storage) for g in root_grads}
     prev_mode = GradMode.enabled
     prev_capture = BackwardPass.capture
+    prev_callbacks = BackwardPass.callbacks
+    outermost = capture is None and prev_callbacks is None
     GradMode.enabled = create_graph
     BackwardPass.capture = capture
+    if outermost:
+        BackwardPass.callbacks = []
     try:
         for node in order:
             nid = id(node)
             if capture is not None and nid not in needed:
                 continue
             g = buffers.get(nid)
-            if g is None:
-                if ready is not None and nid in ready:
-                    _accumulate_ready(node, ready, leaves, buffers, taken, create_graph)
-                continue
-            if capture is None or nid not in targets:
-                del buffers[nid]
-            op = node.op
-            out, args = node._inputs_for_rule(make)
-            rules = op.vjp
-            attrs = node.attrs
-            for i, e in enumerate(node.edges):
-                if e is None:
-                    continue
-                eid = id(e)
-                if capture is not None and eid not in needed and eid not in targets:
-                    continue
-                if op.variadic:
-                    gi = rules[0](g, out, *args, input_index=i, **attrs)
-                else:
-                    rule = rules[i]
-                    if rule is None:
-                        continue
-                    gi = rule(g, out, *args, **attrs)
-                if gi is None:
-                    continue
-                shape, dtype = node.metas[i]
-                if gi.shape != shape or gi.dtype is not dtype:
-                    gi = reduce_grad(gi, shape, dtype)
-                prev = buffers.get(eid)
-                buffers[eid] = gi if prev is None else prev + gi
-                if e.__class__ is not Node:
-                    leaves[eid] = e
-            if not retain_graph and (op.save or op.save_output):
-                node._release()
+            if g is not None:
+                if capture is None or nid not in targets:
+                    del buffers[nid]
+                _run_node(node, g, make, buffers, leaves, capture, needed, targets)
+                if not retain_graph and (node.op.save or node.op.save_output):
+                    node._release()
             if ready is not None and nid in ready:
-                _accumulate_ready(node, ready, leaves, buffers, taken, create_graph)
+                _accumulate_ready(ready.pop(nid), buffers, leaves, taken, create_graph)
+        if capture is not None:
+            return [buffers.get(id(t._node) if t._node is not None else id(t)) for t in capture]
+        for lid, leaf in leaves.items():
+            _accumulate_leaf(leaf, buffers.get(lid), taken, create_graph)
+        if outermost:
+            callbacks = BackwardPass.callbacks
+            while callbacks:
+                callbacks.pop(0)()
     finally:
         GradMode.enabled = prev_mode
         BackwardPass.capture = prev_capture
-    if capture is not None:
-        return [buffers.get(id(t._node) if t._node is not None else id(t)) for t in capture]
-    with set_grad_enabled(create_graph):
-        for lid, leaf in leaves.items():   # roots that are leaves, and any left over
-            g = buffers.pop(lid, None)
-            if g is not None:
-                _accumulate(leaf, g, taken, create_graph)
+        BackwardPass.callbacks = prev_callbacks
     return None
 
 
 def _last_users(order, leaves) -> dict:
-    """``id(node) -> [leaf ids]`` for the leaves whose last incoming edge is that node's (in
-    ``order``); leaves that are roots (``leaves`` so far) are left to the end of the pass."""
+    """``id(node) -> [leaves]`` for the leaves whose last incoming edge (in ``order``) is that
+    node's; leaves that are roots (``leaves`` so far) are left to the end of the pass."""
     last = {}
     for node in order:
         for e in node.edges:
             if e is not None and e.__class__ is not Node:
-                last[id(e)] = node
+                last[id(e)] = (node, e)
     ready: dict = {}
-    for lid, node in last.items():
+    for lid, (node, leaf) in last.items():
         if lid not in leaves:
-            ready.setdefault(id(node), []).append(lid)
+            ready.setdefault(id(node), []).append(leaf)
     return ready
 
 
-def _accumulate_ready(node, ready, leaves, buffers, taken, create_graph):
-    """Move the complete gradients of the leaves ``node`` was the last to feed into ``.grad``
-    (called after the node ran, and also if it is skipped for having no gradient)."""
-    for lid in ready.pop(id(node)):
-        g = buffers.pop(lid, None)
-        if g is not None:
-            _accumulate(leaves[lid], g, taken, create_graph)
+def _accumulate_ready(done, buffers, leaves, taken, create_graph) -> None:
+    """Accumulate the leaves in ``done`` (the node that fed them last has run, or was skipped
+    for having no gradient)."""
+    for leaf in done:
+        lid = id(leaf)
+        leaves.pop(lid, None)
+        _accumulate_leaf(leaf, buffers.pop(lid, None), taken, create_graph)
 
 
-def _accumulate(leaf, g, taken: set, create_graph: bool) -> None:
-    # A gradient tensor may be shared (add passes one gradient to both inputs, a view shares
-    # storage, the user's grad_output): a leaf only takes ownership of a gradient whose memory
-    # nothing else in this pass holds; otherwise it gets a copy, so in-place updates of one
-    # .grad (clip_grad_norm_, accumulation) never leak into another.
+def _run_node(node, g, make, buffers, leaves, capture, needed, targets):
+    """Apply ``node``'s gradient rules to its output gradient ``g``, adding the input gradients
+    into ``buffers``."""
+    op = node.op
+    out, args = node._inputs_for_rule(make)
+    rules = op.vjp
+    attrs = node.attrs
+    for i, e in enumerate(node.edges):
+        if e is None:
+            continue
+        eid = id(e)
+        if capture is not None and eid not in needed and eid not in targets:
+            continue
+        if op.variadic:
+            gi = rules[0](g, out, *args, input_index=i, **attrs)
+        else:
+            rule = rules[i]
+            if rule is None:
+                continue
+            gi = rule(g, out, *args, **attrs)
+        if gi is None:
+            continue
+        shape, dtype = node.metas[i]
+        if gi.shape != shape or gi.dtype is not dtype:
+            gi = reduce_grad(gi, shape, dtype)
+        prev = buffers.get(eid)
+        buffers[eid] = gi if prev is None else prev + gi
+        if e.__class__ is not Node:
+            leaves[eid] = e
+
+
+def _accumulate_leaf(leaf, g, taken: set, create_graph: bool) -> None:
+    """Add ``g`` into ``leaf.grad``, then run the leaf's post-accumulate hooks.
+
+    A gradient tensor may be shared (add passes one gradient to both inputs, a view shares
+    storage, the user's grad_output): a leaf only takes ownership of a gradient whose memory
+    nothing else in this pass holds (``taken``); otherwise it gets a copy, so in-place updates
+    of one .grad (clip_grad_norm_, accumulation) never leak into another.
+    """
+    if g is None:
+        return
     if leaf.grad is None:
         # A view is fine (a transposed weight gradient) as long as it covers all of its
         # storage and is writable (not a broadcast); otherwise copy.
@@ -325,8 +402,11 @@ def _accumulate(leaf, g, taken: set, create_graph: bool) -> None:
             leaf.grad = g.detach()  # a plain tensor, never marked as a view of another
         taken.add(id(leaf.grad._storage))
     elif create_graph or leaf.grad._node is not None:
-        with set_grad_enabled(create_graph):
-            leaf.grad = leaf.grad + g
+        leaf.grad = leaf.grad + g
     else:
         leaf.grad._data += g._data
         leaf.grad._storage.version += 1
+    hooks = _post_accumulate_hooks.get(id(leaf)) if _post_accumulate_hooks else None
+    if hooks is not None and hooks[0]() is leaf:
+        for hook in tuple(hooks[1]):
+            hook(leaf)

@@ -221,6 +221,23 @@ class Tensor(TensorMethods):
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
                  create_graph=create_graph)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Run ``hook(self)`` each time backward has accumulated this leaf's ``.grad`` (as soon
+        as its gradient is complete, while backward continues); returns a handle whose
+        ``remove()`` unregisters it.
+
+        Example::
+
+            >>> import hybridfw as hf
+            >>> w = hf.ones(2, requires_grad=True)
+            >>> seen = []
+            >>> hook = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+            >>> (w * 3).sum().backward()
+            >>> seen
+            [[3.0, 3.0]]
+        """
+        return autograd.register_post_accumulate_grad_hook(self, hook)
+
     def retain_grad(self) -> None:
         raise RuntimeError("retain_grad is not supported; use hf.autograd.grad(out, [tensor]) "
                            "to get the gradient of a non-leaf tensor")

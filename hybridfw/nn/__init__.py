@@ -8,9 +8,9 @@ Example::
     >>> net(hf.randn(3, 4)).shape
     (3, 2)
 """
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F403
 from .modules import __all__ as _module_names
 from .parameter import Parameter
 
-__all__ = ["Parameter", "functional", "init", "utils", *_module_names]
+__all__ = ["Parameter", "functional", "init", "parallel", "utils", *_module_names]

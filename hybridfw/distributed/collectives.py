@@ -1,0 +1,207 @@
+"""Collectives on hf tensors: all_reduce, broadcast, all_gather, reduce_scatter, barrier.
+
+Each works in place on the tensors' own arrays (no staging copies) and, with
+``async_op=True``, returns a :class:`~.work.Work` handle whose ``wait()`` finishes it. Tensors
+must be contiguous and, where they receive data, writable; written tensors get their version
+bumped, so autograd notices if one was saved for a backward.
+
+Example (under ``mpiexec -n 2``)::
+
+    >>> import hybridfw as hf
+    >>> dist = hf.distributed
+    >>> dist.init_process_group("mpi")
+    >>> t = hf.ones(3) * (dist.get_rank() + 1)
+    >>> dist.all_reduce(t, op="mean")             # [1.5, 1.5, 1.5] on both ranks
+    >>> parts = [hf.empty(3) for _ in range(dist.get_world_size())]
+    >>> dist.all_gather(parts, t)
+"""
+from __future__ import annotations
+
+from ..dygraph import Tensor
+from .process_group import check_consistent, default_group, signature
+from .work import Work
+
+__all__ = ["ReduceOp", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+           "reduce_scatter", "reduce_scatter_tensor", "barrier"]
+
+
+class ReduceOp:
+    """Reduction names accepted by ``op=`` (plain strings work too)."""
+
+    SUM = "sum"
+    MEAN = "mean"
+    AVG = "mean"
+    MAX = "max"
+    MIN = "min"
+
+
+_OPS = ("sum", "mean", "max", "min")
+
+
+def _reduce_op(name: str, op, tensor: Tensor) -> str:
+    key = str(op).lower()
+    key = "mean" if key == "avg" else key
+    if key not in _OPS:
+        raise ValueError(f"hf.distributed.{name}: unknown op {op!r}; choose one of "
+                         f"{', '.join(map(repr, _OPS))}")
+    if key == "mean" and not tensor.dtype.is_floating_point:
+        raise TypeError(f"hf.distributed.{name}: op='mean' needs a floating-point tensor, got "
+                        f"{tensor.dtype}")
+    return key
+
+
+def _array(name: str, t, group, role: str = "tensor", written: bool = True):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"hf.distributed.{name}: {role} must be an hf.Tensor, got "
+                        f"{type(t).__name__}")
+    arr = t._data
+    group.backend.check_array(name, arr)
+    if not arr.flags.c_contiguous:
+        raise ValueError(f"hf.distributed.{name}: {role} of shape {t.shape} is not contiguous; "
+                         f"pass tensor.contiguous() (and copy the result back)")
+    if written and not arr.flags.writeable:
+        raise ValueError(f"hf.distributed.{name}: {role} of shape {t.shape} is read-only (a "
+                         f"broadcast view?); pass a tensor that owns writable memory")
+    return arr
+
+
+def _finish(work: Work, async_op: bool):
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _bump(*tensors) -> None:
+    for t in tensors:
+        t._storage.version += 1
+
+
+def all_reduce(tensor: Tensor, op="sum", group=None, async_op: bool = False):
+    """Reduce ``tensor`` across ranks in place: ``'sum'``, ``'mean'``, ``'max'`` or ``'min'``."""
+    group = group or default_group("all_reduce")
+    arr = _array("all_reduce", tensor, group)
+    key = _reduce_op("all_reduce", op, tensor)
+    if group.check_consistency:
+        check_consistent(group, "all_reduce", signature("all_reduce", arr, _OPS.index(key)),
+                         "op index")
+    requests = group.backend.all_reduce(arr, key)
+    finish = None
+    if key == "mean":
+        def finish(arr=arr, n=group.world_size):
+            arr /= n
+    _bump(tensor)
+    return _finish(Work("all_reduce", requests, group, finish), async_op)
+
+
+def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
+    """Copy rank ``src``'s ``tensor`` into ``tensor`` on every other rank, in place."""
+    group = group or default_group("broadcast")
+    arr = _array("broadcast", tensor, group)
+    if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < group.world_size:
+        raise ValueError(f"hf.distributed.broadcast: src must be a rank in [0, "
+                         f"{group.world_size}), got {src!r}")
+    if group.check_consistency:
+        check_consistent(group, "broadcast", signature("broadcast", arr, src), "src")
+    requests = group.backend.broadcast(arr, src)
+    _bump(tensor)
+    return _finish(Work("broadcast", requests, group), async_op)
+
+
+def _check_list(name: str, tensors, like: Tensor, group, role: str) -> list:
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != group.world_size:
+        got = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
+        raise ValueError(f"hf.distributed.{name}: {role} must be a list of world_size="
+                         f"{group.world_size} tensors, got {got}")
+    arrays = []
+    for i, t in enumerate(tensors):
+        arr = _array(name, t, group, f"{role}[{i}]", written=role != "input_list")
+        if t.shape != like.shape:
+            raise ValueError(f"hf.distributed.{name}: {role}[{i}] has shape {t.shape}, the "
+                             f"tensor {like.shape}; they must match")
+        if t.dtype is not like.dtype:
+            raise TypeError(f"hf.distributed.{name}: {role}[{i}] has dtype {t.dtype}, the "
+                            f"tensor {like.dtype}; they must match")
+        arrays.append(arr)
+    return arrays
+
+
+def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = False):
+    """``tensor_list[r]`` receives rank r's ``tensor`` on every rank."""
+    group = group or default_group("all_gather")
+    arr = _array("all_gather", tensor, group, written=False)
+    outputs = _check_list("all_gather", tensor_list, tensor, group, "tensor_list")
+    if group.check_consistency:
+        check_consistent(group, "all_gather", signature("all_gather", arr))
+    requests = group.backend.all_gather(outputs, arr)
+    _bump(*tensor_list)
+    return _finish(Work("all_gather", requests, group), async_op)
+
+
+def all_gather_into_tensor(output: Tensor, input: Tensor, group=None,  # noqa: A002
+                           async_op: bool = False):
+    """``output`` (world_size times ``input``'s length along dim 0) receives every rank's
+    ``input``, rank order, in one contiguous buffer."""
+    group = group or default_group("all_gather_into_tensor")
+    src = _array("all_gather_into_tensor", input, group, "input", written=False)
+    out = _array("all_gather_into_tensor", output, group, "output")
+    if out.size != src.size * group.world_size or out.dtype != src.dtype:
+        raise ValueError(f"hf.distributed.all_gather_into_tensor: output {output.dtype} "
+                         f"{output.shape} must hold world_size={group.world_size} copies of "
+                         f"input {input.dtype} {input.shape}")
+    if group.check_consistency:
+        check_consistent(group, "all_gather_into_tensor", signature("all_gather_into_tensor",
+                                                                    src))
+    requests = group.backend.all_gather_into(out, src)
+    _bump(output)
+    return _finish(Work("all_gather_into_tensor", requests, group), async_op)
+
+
+def reduce_scatter(output: Tensor, input_list: list, op="sum", group=None,
+                   async_op: bool = False):
+    """``output`` on rank r receives the reduction over ranks of their ``input_list[r]``."""
+    group = group or default_group("reduce_scatter")
+    out = _array("reduce_scatter", output, group, "output")
+    inputs = _check_list("reduce_scatter", input_list, output, group, "input_list")
+    key = _reduce_op("reduce_scatter", op, output)
+    if group.check_consistency:
+        check_consistent(group, "reduce_scatter",
+                         signature("reduce_scatter", out, _OPS.index(key)), "op index")
+    requests = group.backend.reduce_scatter(out, inputs, key)
+    finish = None
+    if key == "mean":
+        def finish(arr=out, n=group.world_size):
+            arr /= n
+    _bump(output)
+    return _finish(Work("reduce_scatter", requests, group, finish), async_op)
+
+
+def reduce_scatter_tensor(output: Tensor, input: Tensor, op="sum", group=None,  # noqa: A002
+                          async_op: bool = False):
+    """Like :func:`reduce_scatter` with the inputs as consecutive blocks of one tensor."""
+    group = group or default_group("reduce_scatter_tensor")
+    out = _array("reduce_scatter_tensor", output, group, "output")
+    src = _array("reduce_scatter_tensor", input, group, "input", written=False)
+    if src.size != out.size * group.world_size or out.dtype != src.dtype:
+        raise ValueError(f"hf.distributed.reduce_scatter_tensor: input {input.dtype} "
+                         f"{input.shape} must hold world_size={group.world_size} blocks of "
+                         f"output {output.dtype} {output.shape}")
+    blocks = list(src.reshape(group.world_size, -1))
+    flat_out = out.reshape(-1)
+    key = _reduce_op("reduce_scatter_tensor", op, output)
+    if group.check_consistency:
+        check_consistent(group, "reduce_scatter_tensor",
+                         signature("reduce_scatter_tensor", src, _OPS.index(key)), "op index")
+    requests = group.backend.reduce_scatter(flat_out, blocks, key)
+    finish = None
+    if key == "mean":
+        def finish(arr=out, n=group.world_size):
+            arr /= n
+    _bump(output)
+    return _finish(Work("reduce_scatter_tensor", requests, group, finish), async_op)
+
+
+def barrier(group=None, async_op: bool = False):
+    """Wait until every rank has reached the barrier."""
+    group = group or default_group("barrier")
+    return _finish(Work("barrier", group.backend.barrier(), group), async_op)

@@ -1,0 +1,168 @@
+"""Gradient buckets for data parallelism: all-reduce each bucket as soon as it is complete.
+
+Parameters are assigned to buckets in reverse registration order (backward produces the last
+layers' gradients first), each bucket one flat buffer of at most ``bucket_cap_bytes`` (the
+first at most 1 MiB, so communication starts early) allocated once. When backward accumulates a
+parameter's gradient (its post-accumulate hook), the gradient is copied into its slot of the
+bucket; the bucket whose last slot arrives starts its nonblocking all-reduce at once -- while
+backward computes the earlier layers' gradients. Buckets start in index order on every rank (MPI
+needs collectives in the same order everywhere). When backward ends, the reducer waits for the
+buckets, divides by the world size and leaves each parameter's ``.grad`` as a view of its bucket
+(PyTorch's ``gradient_as_bucket_view``), so the averaged gradients cost no second copy.
+"""
+from __future__ import annotations
+
+from ...distributed.work import Work
+from ...dygraph import Tensor, no_grad
+from ...dygraph.autograd import queue_callback
+from ...ops.factories import zeros
+
+__all__ = ["Bucket", "Reducer", "assign_buckets"]
+
+
+class Bucket:
+    """Consecutive slots of one flat buffer, one per parameter (same device and dtype)."""
+
+    def __init__(self, index: int, params: list, names: list):
+        self.index = index
+        self.params = params
+        self.names = names
+        first = params[0]
+        total = sum(p.numel() for p in params)
+        self.flat = zeros(total, dtype=first.dtype, device=first.device)
+        self.views = []
+        offset = 0
+        with no_grad():
+            for p in params:
+                n = p.numel()
+                self.views.append(self.flat[offset:offset + n].view(p.shape))
+                offset += n
+        self.pending = len(params)
+        self.work = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.flat.nbytes
+
+
+#: The first bucket (the last layers) is kept small so that communication starts early in
+#: backward, as PyTorch's DDP does.
+FIRST_BUCKET_BYTES = 1 << 20
+
+
+def assign_buckets(named_params: list, cap_bytes: int,
+                   first_cap_bytes: int | None = None) -> list:
+    """Lists of indices into ``named_params``: reverse order, split at ``cap_bytes``
+    (``first_cap_bytes`` for the first bucket) and where device or dtype changes."""
+    buckets, current, size, key = [], [], 0, None
+    first_cap = cap_bytes if first_cap_bytes is None else min(first_cap_bytes, cap_bytes)
+    for i in reversed(range(len(named_params))):
+        p = named_params[i][1]
+        pkey = (p.device, p.dtype)
+        cap = cap_bytes if buckets else first_cap
+        if current and (pkey != key or size + p.nbytes > cap):
+            buckets.append(current)
+            current, size = [], 0
+        current.append(i)
+        size += p.nbytes
+        key = pkey
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+class Reducer:
+    """Runs the bucketed all-reduce of one DistributedDataParallel module."""
+
+    def __init__(self, named_params: list, group, cap_bytes: int,
+                 find_unused_parameters: bool):
+        self.group = group
+        self.find_unused = find_unused_parameters
+        self.named_params = named_params
+        self.buckets = []
+        self.slot = {}  # id(param) -> (bucket, position)
+        layout = assign_buckets(named_params, cap_bytes, FIRST_BUCKET_BYTES)
+        for b, indices in enumerate(layout):
+            bucket = Bucket(b, [named_params[i][1] for i in indices],
+                            [named_params[i][0] for i in indices])
+            self.buckets.append(bucket)
+            for pos, p in enumerate(bucket.params):
+                self.slot[id(p)] = (bucket, pos)
+        self.handles = [p.register_post_accumulate_grad_hook(self._on_grad_ready)
+                        for _, p in named_params]
+        self.require_sync = True
+        self.active = False
+        self.next_bucket = 0
+        self.ready = set()
+
+    # ---- one backward pass ------------------------------------------------------------------
+    def prepare(self, unused: list | None = None) -> None:
+        """Start a pass (DDP's forward): nothing is ready; ``unused`` params (found from the
+        graph with find_unused_parameters) count as ready with a zero gradient."""
+        self.active = False
+        self.next_bucket = 0
+        self.ready = set()
+        for bucket in self.buckets:
+            bucket.pending = len(bucket.params)
+            bucket.work = None
+        for p in unused or ():
+            bucket, pos = self.slot[id(p)]
+            bucket.views[pos]._data.fill(0)
+            self._mark_ready(p, bucket)
+
+    def _on_grad_ready(self, param: Tensor) -> None:
+        if not self.require_sync:
+            return
+        if not self.active:
+            self.active = True
+            queue_callback(self._finish_pass)
+        bucket, pos = self.slot[id(param)]
+        if id(param) in self.ready:
+            raise RuntimeError(
+                f"DistributedDataParallel: parameter '{bucket.names[pos]}' received its gradient "
+                f"twice in one backward pass (a reentrant backward, or a parameter used in two "
+                f"separately differentiated graphs); that is not supported")
+        dest = bucket.views[pos]._data
+        src = param.grad._data
+        if src is not dest:  # after the first step .grad usually is the bucket view itself
+            dest[...] = src
+        self._mark_ready(param, bucket)
+        for b in self.buckets[:self.next_bucket]:  # MPI progresses only inside MPI calls
+            if b.work is not None and not b.work.done:
+                b.work.is_completed()
+
+    def _mark_ready(self, param: Tensor, bucket: Bucket) -> None:
+        self.ready.add(id(param))
+        bucket.pending -= 1
+        buckets = self.buckets
+        while self.next_bucket < len(buckets) and buckets[self.next_bucket].pending == 0:
+            self._launch(buckets[self.next_bucket])
+            self.next_bucket += 1
+
+    def _launch(self, bucket: Bucket) -> None:
+        arr = bucket.flat._data
+        requests = self.group.backend.all_reduce(arr, "sum")
+        bucket.work = Work(f"all_reduce (DistributedDataParallel bucket {bucket.index}, "
+                           f"{bucket.nbytes} bytes)", requests, self.group)
+
+    def _finish_pass(self) -> None:
+        self.active = False
+        launched = self.buckets[:self.next_bucket]
+        for bucket in launched:
+            bucket.work.wait()
+        if self.next_bucket < len(self.buckets):
+            missing = [name for bucket in self.buckets[self.next_bucket:]
+                       for name, p in zip(bucket.names, bucket.params)
+                       if id(p) not in self.ready]
+            raise RuntimeError(
+                f"DistributedDataParallel: these parameters received no gradient in this "
+                f"backward pass: {', '.join(missing)}. Every parameter must take part in the "
+                f"loss; pass find_unused_parameters=True when some do not (or set "
+                f"requires_grad_(False) on frozen ones before wrapping the module)")
+        scale = 1.0 / self.group.world_size
+        for bucket in launched:
+            bucket.flat._data *= scale
+            bucket.flat._storage.version += 1
+            for p, view in zip(bucket.params, bucket.views):
+                if p.grad is None or p.grad._data is not view._data:
+                    p.grad = view.detach()
