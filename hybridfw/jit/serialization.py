@@ -75,18 +75,8 @@ def save(module_or_fn, path, input_spec=None) -> None:
         >>> net = hf.nn.Linear(3, 2)
         >>> hf.jit.save(net, "linear.hfm", input_spec=[hf.jit.InputSpec([None, 3], "float32")])
     """
-    static_fn = _static_function(module_or_fn, input_spec)
+    static_fn, concrete = inference_program(module_or_fn, input_spec)
     specs = static_fn.input_spec
-    instance = static_fn.instance
-    modes = [(m, m.training) for m in instance.modules()] if isinstance(instance, Module) else []
-    try:
-        if isinstance(instance, Module):
-            instance.eval()
-        with no_grad():
-            concrete = static_fn.get_concrete_program(*specs)
-    finally:
-        for module, training in modes:
-            module.training = training
     program = concrete.program
     export = {
         "format": FORMAT_NAME,
@@ -125,7 +115,26 @@ def _callback_name(op) -> str:
     return name
 
 
-def _static_function(obj, input_spec) -> StaticFunction:
+def inference_program(module_or_fn, input_spec, api: str = "hf.jit.save"):
+    """``(static_fn, concrete)``: a fresh converted function for ``module_or_fn`` and its
+    optimized inference program for ``input_spec`` (traced in eval mode under no_grad; the
+    modules' train/eval flags are put back). What ``hf.jit.save`` and ``hf.onnx.export``
+    export (``api`` names the caller in argument errors)."""
+    static_fn = _static_function(module_or_fn, input_spec, api)
+    instance = static_fn.instance
+    modes = [(m, m.training) for m in instance.modules()] if isinstance(instance, Module) else []
+    try:
+        if isinstance(instance, Module):
+            instance.eval()
+        with no_grad():
+            concrete = static_fn.get_concrete_program(*static_fn.input_spec)
+    finally:
+        for module, training in modes:
+            module.training = training
+    return static_fn, concrete
+
+
+def _static_function(obj, input_spec, api: str = "hf.jit.save") -> StaticFunction:
     """A fresh StaticFunction for ``obj``'s forward/function with the checked input specs (a new
     one, so the user's object and its program cache are left as they are)."""
     instance = None
@@ -141,7 +150,7 @@ def _static_function(obj, input_spec) -> StaticFunction:
         if isinstance(getattr(obj, "__self__", None), Module) and hasattr(obj, "__func__"):
             forward, instance = obj.__func__, obj.__self__  # a bound method of a module
     else:
-        raise TypeError(f"hf.jit.save: expected an hf.nn.Module, a function or a converted "
+        raise TypeError(f"{api}: expected an hf.nn.Module, a function or a converted "
                         f"function (hf.jit.to_static), got {type(obj).__name__}")
     options = {}
     if isinstance(forward, StaticFunction):
@@ -149,35 +158,35 @@ def _static_function(obj, input_spec) -> StaticFunction:
         if input_spec is None:
             input_spec = forward.input_spec
         forward = forward.dygraph_function
-    specs = _input_specs(input_spec)
+    specs = _input_specs(input_spec, api)
     return StaticFunction(forward, specs, instance=instance, **options)
 
 
-def _input_specs(input_spec) -> list:
+def _input_specs(input_spec, api: str = "hf.jit.save") -> list:
     if input_spec is None:
-        raise ValueError("hf.jit.save: input_spec is required (the converted function was not "
+        raise ValueError(f"{api}: input_spec is required (the converted function was not "
                          "created with one): pass input_spec=[hf.jit.InputSpec([None, ...], "
                          "'float32'), ...] or example tensors, one per argument")
     if isinstance(input_spec, (InputSpec, Tensor)) or not isinstance(input_spec, (list, tuple)):
-        raise TypeError(f"hf.jit.save: input_spec must be a list of hf.jit.InputSpec or tensors "
+        raise TypeError(f"{api}: input_spec must be a list of hf.jit.InputSpec or tensors "
                         f"(one per argument), got {type(input_spec).__name__}")
     specs = []
     for i, spec in enumerate(input_spec):
         if isinstance(spec, Tensor):
             spec = InputSpec.from_tensor(spec)
         elif not isinstance(spec, InputSpec):
-            raise TypeError(f"hf.jit.save: input_spec[{i}] must be an hf.jit.InputSpec or a "
+            raise TypeError(f"{api}: input_spec[{i}] must be an hf.jit.InputSpec or a "
                             f"tensor, got {type(spec).__name__}; an exported program takes "
                             "tensors only (bake Python arguments into the function)")
         name = spec.name if spec.name is not None else f"input_{i}"
         if not isinstance(name, str) or not name:
-            raise TypeError(f"hf.jit.save: input_spec[{i}] has name {spec.name!r}; names are "
+            raise TypeError(f"{api}: input_spec[{i}] has name {spec.name!r}; names are "
                             "non-empty strings")
         specs.append(InputSpec(spec.shape, spec.dtype, name))
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"hf.jit.save: input names {duplicates} are used more than once in "
+        raise ValueError(f"{api}: input names {duplicates} are used more than once in "
                          f"input_spec (inputs: {names})")
     return specs
 

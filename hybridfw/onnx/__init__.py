@@ -28,7 +28,6 @@ except ImportError as exc:  # an optional extra
     raise ImportError("hf.onnx needs the onnx package (and onnxruntime for verify=True): "
                       "pip install -e '.[onnx]'") from exc
 
-from ..dygraph.autograd import no_grad
 from ..nn import Module
 from .context import OnnxExportError
 from .exporter import EXPORTER_OPS, program_to_onnx
@@ -69,21 +68,9 @@ def export(model_or_fn, path, input_spec=None, opset_version: int = 18, verify: 
 
 def _trace(model_or_fn, input_spec):
     """The optimized inference program ``hf.jit.save`` would export (same tracing path)."""
-    from ..jit.serialization import _static_function
-    try:
-        static_fn = _static_function(model_or_fn, input_spec)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(str(exc).replace("hf.jit.save", "hf.onnx.export")) from None
+    from ..jit.serialization import inference_program
+    static_fn, concrete = inference_program(model_or_fn, input_spec, api="hf.onnx.export")
     specs, instance = static_fn.input_spec, static_fn.instance
-    modes = [(m, m.training) for m in instance.modules()] if isinstance(instance, Module) else []
-    try:
-        if isinstance(instance, Module):
-            instance.eval()
-        with no_grad():
-            concrete = static_fn.get_concrete_program(*specs)
-    finally:
-        for module, training in modes:
-            module.training = training
     program = concrete.program
     return program, specs, list(concrete.outputs.fetch), _readable_names(program, instance)
 
