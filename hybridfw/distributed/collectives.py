@@ -86,10 +86,7 @@ def all_reduce(tensor: Tensor, op="sum", group=None, async_op: bool = False):
         check_consistent(group, "all_reduce", signature("all_reduce", arr, _OPS.index(key)),
                          "op index")
     requests = group.backend.all_reduce(arr, key)
-    finish = None
-    if key == "mean":
-        def finish(arr=arr, n=group.world_size):
-            arr /= n
+    finish = _divide_by_world_size(arr, group) if key == "mean" else None
     _bump(tensor)
     return _finish(Work("all_reduce", requests, group, finish), async_op)
 
@@ -157,6 +154,12 @@ def all_gather_into_tensor(output: Tensor, input: Tensor, group=None,  # noqa: A
     return _finish(Work("all_gather_into_tensor", requests, group), async_op)
 
 
+def _divide_by_world_size(arr, group):
+    """What finishes a 'mean' reduction: MPI sums, then each rank divides its result."""
+    def finish(arr=arr, n=group.world_size):
+        arr /= n
+    return finish
+
 def reduce_scatter(output: Tensor, input_list: list, op="sum", group=None,
                    async_op: bool = False):
     """``output`` on rank r receives the reduction over ranks of their ``input_list[r]``."""
@@ -168,10 +171,7 @@ def reduce_scatter(output: Tensor, input_list: list, op="sum", group=None,
         check_consistent(group, "reduce_scatter",
                          signature("reduce_scatter", out, _OPS.index(key)), "op index")
     requests = group.backend.reduce_scatter(out, inputs, key)
-    finish = None
-    if key == "mean":
-        def finish(arr=out, n=group.world_size):
-            arr /= n
+    finish = _divide_by_world_size(out, group) if key == "mean" else None
     _bump(output)
     return _finish(Work("reduce_scatter", requests, group, finish), async_op)
 
@@ -193,10 +193,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op="sum", group=None,  
         check_consistent(group, "reduce_scatter_tensor",
                          signature("reduce_scatter_tensor", src, _OPS.index(key)), "op index")
     requests = group.backend.reduce_scatter(flat_out, blocks, key)
-    finish = None
-    if key == "mean":
-        def finish(arr=out, n=group.world_size):
-            arr /= n
+    finish = _divide_by_world_size(out, group) if key == "mean" else None
     _bump(output)
     return _finish(Work("reduce_scatter_tensor", requests, group, finish), async_op)
 
