@@ -30,6 +30,7 @@ from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
+from ..static.executor import check_backend
 from ..static.ir import Variable
 from ..static.partition import split_forward_backward
 from ..static.passes import inplace as inplace_pass
@@ -215,12 +216,14 @@ class StaticFunction:
     """
 
     def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None,
-                 memory_budget=None):
+                 memory_budget=None, backend: str = "auto", tier_after: int | None = None):
         self.dygraph_function = function
         self.input_spec = list(input_spec) if input_spec is not None else None
         self.full_graph = full_graph
         self.memory_budget = None if memory_budget is None else check_budget(memory_budget)
         self.instance = instance
+        self.backend = check_backend(backend)
+        self.tier_after = tier_after
         self._cache: dict = {}
         self._hits = 0
         self._misses = 0
@@ -238,7 +241,7 @@ class StaticFunction:
         bound = self._bound.get(id(instance))
         if bound is None or bound.instance is not instance:
             bound = StaticFunction(self.dygraph_function, self.input_spec, self.full_graph,
-                                   instance, self.memory_budget)
+                                   instance, self.memory_budget, self.backend, self.tier_after)
             self._bound[id(instance)] = bound
         return bound
 
@@ -386,8 +389,33 @@ class StaticFunction:
             return spec.name
         return f"input_{i}"
 
+    def compile_report(self) -> str:
+        """Which regions of the last call's programs run compiled, and which operators stay
+        interpreted and why (see ``backend``)."""
+        entry = self._last
+        if entry is None:
+            return "no call yet"
+        parts = []
+        for label, program in (("forward", entry.program), ("backward", entry.backward_program)):
+            if program is None:
+                continue
+            plans = [c for c in entry.executor._cache.values() if c.program is program]
+            lowered = [c.lowering for c in plans if c.lowering is not None]
+            if lowered:
+                text = lowered[-1].report()
+            elif self.backend == "interpreted":
+                text = "interpreted (backend='interpreted')"
+            else:
+                from ..static.lowering import unavailable_reason
+                reason = unavailable_reason()
+                text = f"interpreted ({reason})" if reason else \
+                    f"interpreted so far (backend={self.backend!r}: regions compile after " \
+                    f"{entry.executor.tier_after} runs)"
+            parts.append(f"{label} program: {text}")
+        return "\n".join(parts)
+
     def _finish(self, program, outputs, names, leaves, grad) -> ConcreteProgram:
-        executor = Executor()
+        executor = Executor(backend=self.backend, tier_after=self.tier_after)
         block = program.global_block()
         fetch_vars = [block.var(n) for n in outputs.fetch]
         float_outputs = [k for k, v in enumerate(fetch_vars) if v.dtype.is_floating_point]
