@@ -151,6 +151,6 @@ def _compile_eagerly(numba, function, region, metas, program) -> None:
         meta = metas.get(name) or block.var(name)
         ndim = len(meta.shape)
         types.append(numba.types.Array(numba.from_dtype(meta.dtype.np), ndim,
-                                       "C" if ndim == 0 else "A"))
+                                       "C" if ndim == 0 else "A", readonly=True))
     function.compile(tuple(types))
     function.disable_compile()
