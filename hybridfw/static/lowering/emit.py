@@ -296,6 +296,11 @@ class RegionEmitter:
         out_dt = numba_dtype(rdtype)
         cast = rule.values if rule.values is not None else range(len(operands))
         compute = cdtype or result_type(*[metas[k] for k in cast])
+        tensors = [v for v in operands if isinstance(v, (Scalar, Array, Deferred))]
+        if compute.is_floating_point and tensors and all(v.dtype == "np.bool_" for v in tensors):
+            # the executor leaves bool operands uncast: numpy then picks its smallest loop
+            # (float16 for exp of bool), which a float32 computation would not match
+            raise Unsupported(f"{opdef.name} of bool tensors in a float dtype")
         ctx = _ElementContext(numba_dtype(compute))
 
         def expr(idx):

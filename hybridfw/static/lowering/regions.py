@@ -20,7 +20,7 @@ _CONTROL = ("while", "cond", "fused_elementwise")
 class Region:
     """Operators ``start``..``stop - 1`` of the global block, compiled as function ``name``."""
 
-    __slots__ = ("name", "start", "stop", "inputs", "outputs", "body", "ops")
+    __slots__ = ("name", "start", "stop", "inputs", "outputs", "body", "ops", "arg_types")
 
     def __init__(self, name, start, stop, ops, inputs, outputs, body):
         self.name, self.start, self.stop = name, start, stop
@@ -120,8 +120,11 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
             left_out += [(i, ops[i], f"region failed to lower: {exc}")
                          for i in range(start, stop)]
             continue
-        regions.append(Region(f"region_{len(regions)}", start, stop, run_ops, inputs, outputs,
-                              body))
+        region = Region(f"region_{len(regions)}", start, stop, run_ops, inputs, outputs, body)
+        # the argument types are part of the source: one module (and numba cache) per signature
+        region.arg_types = [f"{meta(n).dtype.name}[{', '.join(':' * len(meta(n).shape))}]"
+                            for n in inputs]
+        regions.append(region)
     left_out.sort(key=lambda item: item[0])
     return regions, left_out
 
@@ -131,6 +134,7 @@ def region_source(region: Region) -> str:
     header = [f"# {region.describe()}",
               f"# inputs: {', '.join(region.inputs) or '-'}; outputs: "
               f"{', '.join(region.outputs) or '-'}",
+              f"# argument types: {', '.join(region.arg_types) or '-'}",
               "@numba.njit(cache=True, error_model='numpy', nogil=True)",
               f"def {region.name}({params}):"]
     return "\n".join(header + region.body) + "\n"
