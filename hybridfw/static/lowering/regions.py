@@ -15,6 +15,13 @@ from .emit import RegionEmitter, Unsupported
 __all__ = ["Region", "plan_regions", "region_source"]
 
 _CONTROL = ("while", "cond", "fused_elementwise")
+_LOOPS = ("while", "cond")
+
+# A region without control flow is compiled only when its values are small (at most this many
+# elements): there the interpreter's per-operator cost dominates and one compiled call removes
+# it; on large arrays numpy's vectorized kernels writing into the arena are as fast as numba's
+# loops (on the W4 LSTM, 32 x 512 gates, compiling them made a training step slower).
+MAX_STRAIGHT_ELEMENTS = 4096
 
 
 class Region:
@@ -114,6 +121,14 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
             continue
         later = {n for op in ops[stop:] for n in op.input_names()}
         inputs, outputs = _boundary(run_ops, later, fetch)
+        if not any(op.type in _LOOPS for op in run_ops):
+            largest = max((_numel(meta(n).shape) for op in run_ops
+                           for n in list(op.input_names()) + list(op.outputs)), default=0)
+            if largest > MAX_STRAIGHT_ELEMENTS:
+                left_out += [(i, ops[i], f"straight-line region on arrays of up to {largest} "
+                              f"elements (> {MAX_STRAIGHT_ELEMENTS}): numpy's kernels are as "
+                              "fast") for i in range(start, stop)]
+                continue
         try:
             body = _emit(meta, readers, block, run_ops, inputs, outputs)
         except Unsupported as exc:
@@ -127,6 +142,13 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
         regions.append(region)
     left_out.sort(key=lambda item: item[0])
     return regions, left_out
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= max(s, 1)
+    return n
 
 
 def region_source(region: Region) -> str:
