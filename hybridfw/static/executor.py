@@ -411,7 +411,7 @@ class Executor:
                 raise ValueError(f"Executor.run: input {name!r} expects shape {var.shape}, got "
                                  f"{tuple(arr.shape)}")
 
-    def _lookup(self, program: Program, feed, fetch_list):
+    def _lookup(self, program: Program, feed, fetch_list, count: bool = True):
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run: expected a hf.static.Program, got "
                             f"{type(program).__name__}")
@@ -445,7 +445,7 @@ class Executor:
             self._cache[key] = compiled
             while len(self._cache) > self.max_plans:
                 del self._cache[next(iter(self._cache))]
-        elif compiled.runs >= 0 and self.backend == "auto":
+        elif count and compiled.runs >= 0 and self.backend == "auto":
             compiled.runs += 1
             if compiled.runs >= self.tier_after:  # tiering: hot enough to compile its regions
                 feed_shapes = {n: a.shape for n, a in zip(program.feeds, arrays)}
@@ -487,7 +487,7 @@ class Executor:
                 fetch_list=None) -> CompiledProgram:
         """The compiled plan ``run`` uses for these feeds and fetch list (compiling it if
         needed): its ``source``, ``memory`` plan and ``arena``."""
-        return self._lookup(program, feed, fetch_list)[0]
+        return self._lookup(program, feed, fetch_list, count=False)[0]
 
     def run(self, program: Program, feed: dict | None = None, fetch_list=None,
             return_numpy: bool = False):
