@@ -123,18 +123,31 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
         return Lowered([], {}, "", left_out, time.perf_counter() - start)
     parts = ['"""hybridfw compiled regions (generated; see hybridfw.static.lowering)."""',
              "import numpy as np", "import numba", ""]
-    parts += [region_source(r) for r in regions]
+    shared: dict = {}  # identical regions (a loop unrolled by the converter) share one function
+    for region in regions:
+        key = (tuple(region.body), tuple(region.arg_types))
+        if key in shared:
+            region.name = shared[key]
+        else:
+            shared[key] = region.name
+            parts.append(region_source(region))
     source = "\n".join(parts)
     module = load_module(source, salt=f"numba {numba.__version__}")
-    functions, kept = {}, []
+    functions, kept, failed = {}, [], set()
     for region in regions:
         function = getattr(module, region.name)
+        if region.name in functions:
+            kept.append(region)
+            continue
         try:
+            if region.name in failed:
+                raise RuntimeError("an identical region failed to compile")
             _compile_eagerly(numba, function, region, metas, program)
         except Exception as exc:  # noqa: BLE001 - a numba typing/lowering error: interpret
             left_out += [(i, op, f"numba could not compile {region.name}: "
                           f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
                          for i, op in zip(range(region.start, region.stop), region.ops)]
+            failed.add(region.name)
             continue
         functions[region.name] = function
         kept.append(region)

@@ -20,8 +20,8 @@ _LOOPS = ("while", "cond")
 # A region without control flow is compiled only when its values are small (at most this many
 # elements): there the interpreter's per-operator cost dominates and one compiled call removes
 # it; on large arrays numpy's vectorized kernels writing into the arena are as fast as numba's
-# loops (on the W4 LSTM, 32 x 512 gates, compiling them made a training step slower).
-MAX_STRAIGHT_ELEMENTS = 4096
+# loops (on the W4 LSTM, 32 x 128 gates, compiling them made a training step slower).
+MAX_STRAIGHT_ELEMENTS = 1024
 
 
 class Region:
