@@ -350,6 +350,12 @@ class Executor:
             are within about 5% of each other, either way round.
         max_plans: how many compiled plans (each with its arena) to keep; the least recently
             compiled is dropped first.
+        backend: ``'interpreted'`` (the default: generated Python calling the kernels),
+            ``'compiled'`` (runs of lowerable operators become numba-compiled regions, see
+            :mod:`hybridfw.static.lowering`, when the plan is made) or ``'auto'`` (a plan is
+            remade with compiled regions once it has run ``tier_after`` times). Without numba,
+            both run interpreted. ``compile(...).lowering`` holds the regions and the report.
+        tier_after: runs before ``'auto'`` compiles (default ``$HYBRIDFW_TIER_AFTER`` or 20).
 
     Example::
 

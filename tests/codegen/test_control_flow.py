@@ -1,7 +1,7 @@
 """Compiled vs interpreted over the converter's control-flow cases, and the W5 Collatz loop.
 
-Two in five data-dependent cases of ``tests/converter/test_conversion_cases.py`` (if/elif, while, for
-over tensors, break/continue, nested loops...) runs converted with ``backend='compiled'`` and
+Two in five data-dependent cases of ``tests/converter/test_conversion_cases.py`` (if/elif,
+while, for over tensors, break/continue, nested loops...) run converted with ``backend='compiled'`` and
 with ``backend='interpreted'`` on the same inputs; results must agree (floats within 1e-6
 relative, everything else exactly). Most of them must actually contain a compiled ``while`` or
 ``cond`` region (the rest report why not).

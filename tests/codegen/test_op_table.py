@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 import hybridfw as hf
-from hybridfw.ops.registry import all_ops, get_op
+from hybridfw.ops.registry import all_ops, apply, get_op
 from hybridfw.static import Executor, Program, data, program_guard
-from hybridfw.ops.registry import apply
 
 RNG = np.random.default_rng(7)
 DTYPES = ("float32", "float64", "int32", "int64", "bool")
