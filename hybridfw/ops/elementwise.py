@@ -217,7 +217,8 @@ def _sigmoid_kernel(xp, a, out=None):
 
 sigmoid = register("sigmoid", infer=_float_unary_infer, kernel=_sigmoid_kernel, supports_out=True,
                    lower=elementwise_rule(lambda ctx, a: f"np.tanh({a} * {ctx.const(0.5)}) * "
-                                          f"{ctx.const(0.5)} + {ctx.const(0.5)}"),
+                                          f"{ctx.const(0.5)} + {ctx.const(0.5)}",
+                                          cuda="(tanh({0} * ({t})0.5) * ({t})0.5 + ({t})0.5)"),
                    save_output=True, vjp=(lambda g, out, a: g * out * (1 - out),))
 
 
@@ -226,7 +227,8 @@ def _relu_kernel(xp, a, out=None):
 
 
 relu = register("relu", infer=_same_infer, kernel=_relu_kernel, supports_out=True,
-               lower=elementwise_rule(lambda ctx, a: f"np.maximum({a}, {ctx.const(0)})"),
+               lower=elementwise_rule(lambda ctx, a: f"np.maximum({a}, {ctx.const(0)})",
+                                      cuda="(({0} > ({t})0 || {0} != {0}) ? {0} : ({t})0)"),
                 save_output=True, vjp=(lambda g, out, a: g * (out > 0),))
 
 
@@ -300,7 +302,7 @@ def _where_kernel(xp, cond, a, b):
 
 where = register("where", infer=_where_infer, kernel=_where_kernel, save=(0,),
                  lower=elementwise_rule(lambda ctx, c, a, b: f"({a} if {c} else {b})",
-                                        values=(1, 2)),
+                                        values=(1, 2), cuda="({0} ? {1} : {2})"),
                  vjp=(None, lambda g, out, c, a, b: apply(where, c, g, 0.0),
                       lambda g, out, c, a, b: apply(where, c, 0.0, g)))
 

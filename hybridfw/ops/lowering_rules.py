@@ -25,14 +25,32 @@ class Unsupported(Exception):
     """An op (or operand combination) the lowering cannot compile; the message says why."""
 
 
-def elementwise_rule(fn=None, *, values=None):
+def elementwise_rule(fn=None, *, values=None, cuda=None):
     """Mark ``fn`` as an elementwise rule; ``values`` lists the operand indices cast to the
-    compute dtype (default: all; ``where`` leaves its condition alone)."""
+    compute dtype (default: all; ``where`` leaves its condition alone). ``cuda`` (optional) is
+    the same element as a CUDA C expression template (``{0}``, ``{1}``: the operands, already of
+    the compute type; ``{t}``: that C type), used for cupy ``ElementwiseKernel`` s."""
     def mark(f):
         f.elementwise = True
         f.values = None if values is None else tuple(values)
+        f.cuda = cuda
         return f
     return mark if fn is None else mark(fn)
+
+
+# CUDA C of the ufuncs with one obvious C form (NaN propagates through maximum/minimum, as in
+# numpy); the others (floor_divide, remainder, power: Python's integer semantics) have none and
+# keep the per-op kernels on the GPU.
+_CUDA_UFUNCS = {
+    "add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * {1})",
+    "true_divide": "({0} / {1})", "negative": "(-{0})", "exp": "exp({0})", "log": "log({0})",
+    "log1p": "log1p({0})", "sqrt": "sqrt({0})", "sin": "sin({0})", "cos": "cos({0})",
+    "tanh": "tanh({0})", "absolute": "({0} < 0 ? -{0} : {0})",
+    "maximum": "(({0} > {1} || {0} != {0}) ? {0} : {1})",
+    "minimum": "(({0} < {1} || {0} != {0}) ? {0} : {1})",
+    "equal": "({0} == {1})", "not_equal": "({0} != {1})", "less": "({0} < {1})",
+    "less_equal": "({0} <= {1})", "greater": "({0} > {1})", "greater_equal": "({0} >= {1})",
+}
 
 
 def array_rule(fn):
@@ -48,4 +66,4 @@ def ufunc_rule(fname: str):
     def rule(ctx, *args):
         return f"np.{fname}({', '.join(args)})"
     rule.__name__ = f"{fname}_lower"
-    return elementwise_rule(rule)
+    return elementwise_rule(rule, cuda=_CUDA_UFUNCS.get(fname))
