@@ -35,7 +35,7 @@ __all__ = [
 
 
 def to_static(function_or_module=None, input_spec=None, full_graph: bool = True, *,
-              memory_budget=None):
+              memory_budget=None, backend: str = "auto", tier_after: int | None = None):
     """Convert a function or an ``hf.nn.Module`` (its ``forward``) to run as static programs.
 
     Usable as ``@to_static``, ``@to_static(input_spec=[...])`` or ``to_static(model)`` (which
@@ -44,12 +44,21 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
     ``memory_budget`` (training only): ``None`` keeps every forward value the backward reads;
     ``'sqrt'`` or a number of bytes lets the backward recompute forward values instead
     (:mod:`hybridfw.memory.recompute`; the plan is ``concrete_program.recompute_report``).
+
+    ``backend``: ``'interpreted'`` (the executor's plans only), ``'compiled'`` (the programs'
+    lowerable regions compile with numba at the first call) or ``'auto'`` (they compile once a
+    plan has run ``tier_after`` times, default ``$HYBRIDFW_TIER_AFTER`` or 20, so the first calls
+    stay fast); without numba both run interpreted. See :mod:`hybridfw.static.lowering` and
+    ``StaticFunction.compile_report()``.
     """
+    from ..static.executor import check_backend
+    check_backend(backend)
     if memory_budget is not None:
         from ..memory.recompute import check_budget
         check_budget(memory_budget)
     if function_or_module is None:
-        return lambda f: to_static(f, input_spec, full_graph, memory_budget=memory_budget)
+        return lambda f: to_static(f, input_spec, full_graph, memory_budget=memory_budget,
+                                   backend=backend, tier_after=tier_after)
     from ..nn import Module
     if isinstance(function_or_module, Module):
         module = function_or_module
@@ -58,7 +67,7 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
             return module
         object.__setattr__(module, "forward",
                            StaticFunction(forward, input_spec, full_graph, module,
-                                          memory_budget))
+                                          memory_budget, backend, tier_after))
         return module
     if isinstance(function_or_module, StaticFunction):
         return function_or_module
@@ -66,7 +75,7 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
         raise TypeError(f"to_static: expected a function or an hf.nn.Module, got "
                         f"{type(function_or_module).__name__}")
     return StaticFunction(function_or_module, input_spec, full_graph,
-                          memory_budget=memory_budget)
+                          memory_budget=memory_budget, backend=backend, tier_after=tier_after)
 
 
 def get_code(function) -> str:

@@ -31,6 +31,7 @@ from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
+from ..static.executor import check_backend
 from ..static.ir import Variable
 from ..static.partition import split_forward_backward
 from ..static.passes import inplace as inplace_pass
@@ -154,10 +155,19 @@ class ConcreteProgram:
         self.diff_inputs: list = []   # ("input", index) or ("param", tensor)
         self.float_outputs: list = []  # indices into outputs.fetch that get gradients
         self.fetch = list(outputs.fetch)
+        self._last_plan = None
 
     def _run(self, program, arrays, fetch):
+        # fast path: the same array signature as the last call of this program, and a plan that
+        # no longer changes (tiering done, or interpreted only): no feed dict, no cache key
+        key = (id(program), tuple([(a.shape, a.dtype) for a in arrays]))
+        last = self._last_plan
+        if last is not None and last[0] == key:
+            return last[1](*arrays)
         compiled, arrays = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
                                                  fetch)
+        if compiled.runs < 0 or self.executor.backend == "interpreted":
+            self._last_plan = (key, compiled.function)
         return compiled.function(*arrays)
 
     def split_gradient(self, packed):
@@ -259,18 +269,21 @@ class StaticFunction:
     """
 
     def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None,
-                 memory_budget=None):
+                 memory_budget=None, backend: str = "auto", tier_after: int | None = None):
         self.dygraph_function = function
         self.input_spec = list(input_spec) if input_spec is not None else None
         self.full_graph = full_graph
         self.memory_budget = None if memory_budget is None else check_budget(memory_budget)
         self.instance = instance
+        self.backend = check_backend(backend)
+        self.tier_after = tier_after
         self._cache: dict = {}
         self._hits = 0
         self._misses = 0
         self._last = None
         self._last_key = None
         self._fallback = None
+        self._fast = (None, None)  # (fast key of the last call, its ConcreteProgram)
         self._warned_count = False
         self._bound: dict = {}
         functools.update_wrapper(self, function)
@@ -282,7 +295,7 @@ class StaticFunction:
         bound = self._bound.get(id(instance))
         if bound is None or bound.instance is not instance:
             bound = StaticFunction(self.dygraph_function, self.input_spec, self.full_graph,
-                                   instance, self.memory_budget)
+                                   instance, self.memory_budget, self.backend, self.tier_after)
             self._bound[id(instance)] = bound
         return bound
 
@@ -347,9 +360,25 @@ class StaticFunction:
             mode = tuple(m.training for m in self.instance.modules())
         return (structure, tuple(shapes), grad, mode), leaves
 
+    def _fast_key(self, args):
+        """The last call's signature, when every argument is a tensor and no keyword is given:
+        shapes, dtypes, requires_grad, grad mode and the train/eval modes."""
+        for t in args:
+            if t.__class__ is not Tensor:
+                return None
+        mode = None
+        if self.instance is not None and hasattr(self.instance, "modules"):
+            mode = tuple(m.training for m in self.instance.modules())
+        return (tuple([(t.shape, t.dtype, t._rg) for t in args]), GradMode.enabled, mode)
+
     def __call__(self, *args, **kwargs):
         if self._fallback is not None:
             return self._eager(*args, **kwargs)
+        fast = self._fast_key(args) if not kwargs else None
+        if fast is not None and fast == self._fast[0]:
+            self._hits += 1
+            entry = self._last = self._fast[1]
+            return entry(list(args))
         key, leaves = self._signature(args, kwargs)
         entry = self._cache.get(key)
         if entry is None:
@@ -365,6 +394,7 @@ class StaticFunction:
         else:
             self._hits += 1
         self._last = entry
+        self._fast = (fast, entry) if fast is not None else (None, None)
         return entry(leaves)
 
     def _eager(self, *args, **kwargs):
@@ -430,8 +460,33 @@ class StaticFunction:
             return spec.name
         return f"input_{i}"
 
+    def compile_report(self) -> str:
+        """Which regions of the last call's programs run compiled, and which operators stay
+        interpreted and why (see ``backend``)."""
+        entry = self._last
+        if entry is None:
+            return "no call yet"
+        parts = []
+        for label, program in (("forward", entry.program), ("backward", entry.backward_program)):
+            if program is None:
+                continue
+            plans = [c for c in entry.executor._cache.values() if c.program is program]
+            lowered = [c.lowering for c in plans if c.lowering is not None]
+            if lowered:
+                text = lowered[-1].report()
+            elif self.backend == "interpreted":
+                text = "interpreted (backend='interpreted')"
+            else:
+                from ..static.lowering import unavailable_reason
+                reason = unavailable_reason()
+                text = f"interpreted ({reason})" if reason else \
+                    f"interpreted so far (backend={self.backend!r}: regions compile after " \
+                    f"{entry.executor.tier_after} runs)"
+            parts.append(f"{label} program: {text}")
+        return "\n".join(parts)
+
     def _finish(self, program, outputs, names, leaves, grad) -> ConcreteProgram:
-        executor = Executor()
+        executor = Executor(backend=self.backend, tier_after=self.tier_after)
         block = program.global_block()
         fetch_vars = [block.var(n) for n in outputs.fetch]
         float_outputs = [k for k, v in enumerate(fetch_vars) if v.dtype.is_floating_point]

@@ -9,6 +9,7 @@ import math
 
 from ..dtypes import DType, as_dtype, bool_, result_type
 from .infer import broadcast_shapes, check_bool_or_int, float_result, shape_of
+from .lowering_rules import elementwise_rule, ufunc_rule
 from .registry import TensorLike, apply, onnx_rules, register
 
 # --------------------------------------------------------------------------- inference
@@ -78,6 +79,7 @@ def _ufunc_kernel(fname):
             return getattr(xp, fname)(*args)
         return getattr(xp, fname)(*args, out=out)
     kernel.__name__ = f"{fname}_kernel"
+    kernel.lower = ufunc_rule(fname)
     return kernel
 
 
@@ -195,6 +197,7 @@ def _rsqrt_kernel(xp, a, out=None):
 
 
 rsqrt = register("rsqrt", infer=_float_unary_infer, kernel=_rsqrt_kernel, supports_out=True,
+                 lower=elementwise_rule(lambda ctx, a: f"{ctx.const(1)} / np.sqrt({a})"),
                  save_output=True, vjp=(lambda g, out, a: g * -0.5 * out * out * out,))
 sin = register("sin", infer=_float_unary_infer, kernel=_ufunc_kernel("sin"), supports_out=True,
                save=(0,), vjp=(lambda g, out, a: g * apply(cos, a),))
@@ -213,6 +216,9 @@ def _sigmoid_kernel(xp, a, out=None):
 
 
 sigmoid = register("sigmoid", infer=_float_unary_infer, kernel=_sigmoid_kernel, supports_out=True,
+                   lower=elementwise_rule(lambda ctx, a: f"np.tanh({a} * {ctx.const(0.5)}) * "
+                                          f"{ctx.const(0.5)} + {ctx.const(0.5)}",
+                                          cuda="(tanh({0} * ({t})0.5) * ({t})0.5 + ({t})0.5)"),
                    save_output=True, vjp=(lambda g, out, a: g * out * (1 - out),))
 
 
@@ -221,12 +227,15 @@ def _relu_kernel(xp, a, out=None):
 
 
 relu = register("relu", infer=_same_infer, kernel=_relu_kernel, supports_out=True,
+               lower=elementwise_rule(lambda ctx, a: f"np.maximum({a}, {ctx.const(0)})",
+                                      cuda="(({0} > ({t})0 || {0} != {0}) ? {0} : ({t})0)"),
                 save_output=True, vjp=(lambda g, out, a: g * (out > 0),))
 
 
 def _round_kernel(fname):
     def kernel(xp, a, out=None):
         return getattr(xp, fname)(a, out=out)
+    kernel.lower = ufunc_rule(fname)
     return kernel
 
 
@@ -268,7 +277,13 @@ def _clamp_grad(g, out, a, *, min=None, max=None):  # noqa: A002
     return g * inside
 
 
+def _clamp_lower(ctx, a, *, min=None, max=None):  # noqa: A002 - np.clip is this composition
+    expr = a if min is None else f"np.maximum({a}, {ctx.const(min)})"
+    return expr if max is None else f"np.minimum({expr}, {ctx.const(max)})"
+
+
 clamp = register("clamp", infer=_clamp_infer, kernel=_clamp_kernel, supports_out=True,
+                 lower=elementwise_rule(_clamp_lower),
                  save=(0,), vjp=(_clamp_grad,))
 
 
@@ -286,6 +301,8 @@ def _where_kernel(xp, cond, a, b):
 
 
 where = register("where", infer=_where_infer, kernel=_where_kernel, save=(0,),
+                 lower=elementwise_rule(lambda ctx, c, a, b: f"({a} if {c} else {b})",
+                                        values=(1, 2), cuda="({0} ? {1} : {2})"),
                  vjp=(None, lambda g, out, c, a, b: apply(where, c, g, 0.0),
                       lambda g, out, c, a, b: apply(where, c, 0.0, g)))
 
@@ -299,6 +316,7 @@ def _cast_kernel(xp, a, *, dtype):
 
 
 cast = register("cast", infer=_cast_infer, kernel=_cast_kernel,
+                lower=elementwise_rule(lambda ctx, a, *, dtype: a),  # the result cast is all
                 vjp=(lambda g, out, a, *, dtype: g,))  # reduce_grad casts back to a's dtype
 
 
@@ -310,7 +328,8 @@ def _copy_kernel(xp, a):
     return a.copy()
 
 
-copy = register("copy", infer=_copy_infer, kernel=_copy_kernel, vjp=(lambda g, out, a: g,))
+copy = register("copy", infer=_copy_infer, kernel=_copy_kernel, vjp=(lambda g, out, a: g,),
+                lower=elementwise_rule(lambda ctx, a: a))
 
 
 # ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..dtypes import result_type
 from .infer import broadcast_shapes
+from .lowering_rules import Unsupported, array_rule
 from .registry import apply, onnx_rules, register
 from .shape_ops import permute, reshape
 
@@ -63,7 +64,16 @@ def _matmul_grad_b(g, out, a, b):
     return gb
 
 
+def _matmul_lower(ctx, a, b):
+    """``np.dot`` of two float matrices (numba calls BLAS); other ranks stay interpreted."""
+    if len(ctx.shapes[0]) != 2 or len(ctx.shapes[1]) != 2 or ctx.out_dtype not in (
+            "np.float32", "np.float64"):
+        raise Unsupported("matmul is compiled for 2-D float operands only")
+    return f"np.dot(np.ascontiguousarray({ctx.array(0)}), np.ascontiguousarray({ctx.array(1)}))"
+
+
 matmul = register("matmul", infer=_matmul_infer, kernel=_matmul_kernel, save=(0, 1),
+                  lower=array_rule(_matmul_lower),
                   supports_out=True, vjp=(_matmul_grad_a, _matmul_grad_b))
 
 

@@ -11,6 +11,7 @@ from ..dtypes import int64
 from . import shape_ops
 from .elementwise import eq
 from .infer import normalize_dim, normalize_dims
+from .lowering_rules import array_rule
 from .registry import OnnxNotExportable, apply, onnx_rules, register
 
 
@@ -50,7 +51,13 @@ def _sum_kernel(xp, a, *, dim=None, keepdim=False):
     return xp.sum(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt)
 
 
-sum_ = register("sum", infer=_sum_infer, kernel=_sum_kernel,
+def _sum_lower(ctx, a, *, dim=None, keepdim=False):
+    """A loop adding the elements in the result dtype (int64 for integers, as the kernel)."""
+    dims = normalize_dims("sum", dim, len(ctx.shapes[0]))
+    return ctx.reduce(0, dims, keepdim, start=0, combine=lambda acc, x: f"{acc} + {x}")
+
+
+sum_ = register("sum", infer=_sum_infer, kernel=_sum_kernel, lower=array_rule(_sum_lower),
                 vjp=(lambda g, out, a, *, dim=None, keepdim=False:
                      expand_reduced(g, a.shape, dim, keepdim),))
 

@@ -112,6 +112,8 @@ class OpDef:
         self.doc = doc
         self.onnx = None  # the ONNX lowering rule (see onnx_rules), set beside the op's other rules
 
+    lower = None  # optional lowering rule for compiled regions (see hybridfw.static.lowering)
+
     @property
     def differentiable(self) -> bool:
         return self.vjp is not None and any(r is not None for r in self.vjp)
@@ -125,13 +127,18 @@ _REGISTRY: dict[str, OpDef] = {}
 
 def register(name: str, *, infer: Callable, kernel: Callable, vjp: tuple | None = None,
              save: tuple | slice = (), save_output: bool = False, view: bool = False,
-             supports_out: bool = False, variadic: bool = False, doc: str = "") -> OpDef:
-    """Define a primitive op. Each name may be registered once."""
+             supports_out: bool = False, variadic: bool = False, doc: str = "",
+             lower: Callable | None = None) -> OpDef:
+    """Define a primitive op. Each name may be registered once.
+
+    ``lower`` (optional) is the op's rule for compiled regions (:mod:`hybridfw.static.lowering`);
+    when omitted, a ``lower`` attribute its kernel carries (set by a kernel factory) is used."""
     if name in _REGISTRY:
         raise ValueError(f"op {name!r} is already registered")
     if vjp is not None:
         vjp = tuple(vjp)
     op = OpDef(name, infer, kernel, vjp, save, save_output, view, supports_out, variadic, doc)
+    op.lower = lower if lower is not None else getattr(kernel, "lower", None)
     _REGISTRY[name] = op
     return op
 

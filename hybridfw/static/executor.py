@@ -29,6 +29,7 @@ before the run and as soon as its value is dead, so a read after free shows up a
 """
 from __future__ import annotations
 
+import logging
 import os
 
 import numpy as np
@@ -112,10 +113,17 @@ class _BlockEmitter:
         self.uses_env = False
         self._registry = all_ops()
 
-    def emit(self) -> None:
+    def emit(self, lowered=None) -> None:
         dying = self.live.dying() if self.memory is not None else None
+        starts, inside, internal = _region_index(lowered)
         for i, op in enumerate(self.block.ops):
             where = (self.block.idx, i, op)  # what an error on these lines is traced back to
+            if i in inside:
+                if i in starts:
+                    self._region(starts[i], where)
+                if self.memory is not None:
+                    self._after(i, [n for n in dying[i] if n not in internal])
+                continue
             if self.op_infos[i] is None:
                 self._control_flow(i, op, where)
             else:
@@ -144,6 +152,22 @@ class _BlockEmitter:
         else:
             fs.line(f"{ident} = _fix({call.expr()}, {fs.dtype_const(info[1].np)})", where)
 
+    def _region(self, region, where) -> None:
+        """One call of a compiled region; its outputs planned in the arena are copied there,
+        so operators after it find them where the plan says (in-place updates included)."""
+        fs = self.fs
+        function = fs.const(self.regions_functions[region.name], region.name)
+        args = ", ".join(fs.ident(n) for n in region.inputs)
+        targets = ", ".join(fs.ident(n) for n in region.outputs)
+        comma = "," if len(region.outputs) == 1 else ""
+        fs.line(f"{targets}{comma} = {function}({args})" if region.outputs else
+                f"{function}({args})", where)
+        for name in region.outputs:
+            if self.memory is not None and name in self.memory.offsets:
+                buf = self.buffers[name]
+                fs.line(f"_copyto({buf}, {fs.ident(name)})", where)
+                fs.line(f"{fs.ident(name)} = {buf}", where)
+
     def _control_flow(self, i, op, where) -> None:
         compiler = OP_COMPILERS.get(op.type)
         if compiler is None:
@@ -166,6 +190,19 @@ class _BlockEmitter:
         heap = [fs.ident(n) for n in dying if n not in self.memory.offsets]
         if heap:
             fs.line(f"del {', '.join(heap)}")
+
+
+def _region_index(lowered):
+    """(first op index -> region, indices of ops inside regions, names only regions see)."""
+    if lowered is None:
+        return {}, frozenset(), frozenset()
+    starts, inside, internal = {}, set(), set()
+    for region in lowered.regions:
+        starts[region.start] = region
+        inside.update(range(region.start, region.stop))
+        outputs = set(region.outputs)
+        internal.update(n for op in region.ops for n in op.outputs if n not in outputs)
+    return starts, inside, internal
 
 
 def compile_block(block: Block, slots: dict, xp) -> Plan:
@@ -217,7 +254,8 @@ class CompiledProgram:
     through ``storage``), ``fetch_names``.
     """
 
-    __slots__ = ("arena", "fetch_names", "function", "memory", "program", "source", "storage")
+    __slots__ = ("arena", "fetch_names", "function", "lowering", "memory", "program", "runs",
+                 "source", "storage")
 
     def __call__(self, arrays):
         return self.function(*arrays)
@@ -235,7 +273,7 @@ def _fetch_needs_copy(memory: MemoryPlan, name: str) -> bool:
 
 
 def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, poison: bool,
-                     copy_into_arena: bool) -> CompiledProgram:
+                     copy_into_arena: bool, lower: bool = False) -> CompiledProgram:
     block = program.global_block()
     registry = all_ops()
     heap = []
@@ -273,7 +311,12 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     env_line = len(fs.lines)
     emitter = _BlockEmitter(fs, block, slots, memory.liveness, memory.metas, memory.op_infos,
                             memory, buffers, poison_after)
-    emitter.emit()
+    lowered = None
+    if lower and xp is np:
+        from .lowering import lower_program
+        lowered = lower_program(program, memory.metas, fetch_names)
+        emitter.regions_functions = lowered.functions if lowered is not None else {}
+    emitter.emit(lowered)
     if emitter.uses_env:
         fs.insert(env_line, f"_env = [None] * {len(slots)}")
     results = [fs.ident(n) + (".copy()" if _fetch_needs_copy(memory, n) or n in fetch_names[:k]
@@ -289,6 +332,8 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     # hf.memory counts the arena for as long as the compiled plan is cached
     compiled.storage = Storage(arena.nbytes, array_device(arena))
     compiled.fetch_names = tuple(fetch_names)
+    compiled.lowering = lowered
+    compiled.runs = 0
     return compiled
 
 
@@ -309,6 +354,12 @@ class Executor:
             are within about 5% of each other, either way round.
         max_plans: how many compiled plans (each with its arena) to keep; the least recently
             compiled is dropped first.
+        backend: ``'interpreted'`` (the default: generated Python calling the kernels),
+            ``'compiled'`` (runs of lowerable operators become numba-compiled regions, see
+            :mod:`hybridfw.static.lowering`, when the plan is made) or ``'auto'`` (a plan is
+            remade with compiled regions once it has run ``tier_after`` times). Without numba,
+            both run interpreted. ``compile(...).lowering`` holds the regions and the report.
+        tier_after: runs before ``'auto'`` compiles (default ``$HYBRIDFW_TIER_AFTER`` or 20).
 
     Example::
 
@@ -325,7 +376,8 @@ class Executor:
     """
 
     def __init__(self, place=None, *, debug_poison: bool | None = None,
-                 copy_into_arena: bool = True, max_plans: int = 32):
+                 copy_into_arena: bool = True, max_plans: int = 32,
+                 backend: str = "interpreted", tier_after: int | None = None):
         self.device = as_device(place) if place is not None else None
         if debug_poison is None:
             debug_poison = os.environ.get(POISON_ENV_VAR, "").lower() in ("1", "true", "yes")
@@ -333,6 +385,8 @@ class Executor:
         self.copy_into_arena = bool(copy_into_arena)
         self.max_plans = max(1, int(max_plans))
         self._cache: dict = {}
+        self.backend = check_backend(backend)
+        self.tier_after = tier_after_default() if tier_after is None else max(0, int(tier_after))
 
     def clear_cache(self) -> None:
         """Forget every compiled plan (needed only after editing a program in place)."""
@@ -367,7 +421,7 @@ class Executor:
                 raise ValueError(f"Executor.run: input {name!r} expects shape {var.shape}, got "
                                  f"{tuple(arr.shape)}")
 
-    def _lookup(self, program: Program, feed, fetch_list):
+    def _lookup(self, program: Program, feed, fetch_list, count: bool = True):
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run: expected a hf.static.Program, got "
                             f"{type(program).__name__}")
@@ -395,19 +449,55 @@ class Executor:
                     raise KeyError(f"Executor.run: fetch target {name!r} is not a variable of "
                                    "the program's global block")
             feed_shapes = {n: a.shape for n, a in zip(program.feeds, arrays)}
-            compiled = _compile_program(program, feed_shapes, fetch_names, xp,
-                                        poison=self.debug_poison,
-                                        copy_into_arena=self.copy_into_arena)
+            compiled = self._compile(program, feed_shapes, fetch_names, xp,
+                                     self.backend == "compiled" or
+                                     (self.backend == "auto" and self.tier_after == 0))
             self._cache[key] = compiled
             while len(self._cache) > self.max_plans:
                 del self._cache[next(iter(self._cache))]
+        elif count and compiled.runs >= 0 and self.backend == "auto":
+            compiled.runs += 1
+            if compiled.runs >= self.tier_after:  # tiering: hot enough to compile its regions
+                feed_shapes = {n: a.shape for n, a in zip(program.feeds, arrays)}
+                compiled = self._compile(program, feed_shapes, fetch_names, xp, True, compiled)
+                self._cache[key] = compiled
         return compiled, arrays
+
+    def _compile(self, program, feed_shapes, fetch_names, xp, lower: bool, interpreted=None):
+        """A plan, with compiled regions when ``lower`` and possible; ``interpreted`` (the plan
+        it replaces) is kept when no region compiles. A plan that tried holds ``runs == -1``."""
+        if lower and not lowering_available():
+            lower = False
+        if not lower:
+            if interpreted is not None:
+                interpreted.runs = -1
+                return interpreted
+            return _compile_program(program, feed_shapes, fetch_names, xp,
+                                    poison=self.debug_poison,
+                                    copy_into_arena=self.copy_into_arena)
+        try:
+            compiled = _compile_program(program, feed_shapes, fetch_names, xp,
+                                        poison=self.debug_poison,
+                                        copy_into_arena=self.copy_into_arena, lower=True)
+        except Exception as exc:  # noqa: BLE001 - a lowering bug must not break the program
+            _lowering_logger.warning("hybridfw: compiling regions failed (%s: %s); the program "
+                                     "runs on the interpreter", type(exc).__name__, exc)
+            compiled = interpreted or _compile_program(
+                program, feed_shapes, fetch_names, xp, poison=self.debug_poison,
+                copy_into_arena=self.copy_into_arena)
+        else:
+            if interpreted is not None and not (compiled.lowering and
+                                                compiled.lowering.regions):
+                interpreted.lowering = compiled.lowering  # for the report
+                compiled = interpreted
+        compiled.runs = -1
+        return compiled
 
     def compile(self, program: Program, feed: dict | None = None,
                 fetch_list=None) -> CompiledProgram:
         """The compiled plan ``run`` uses for these feeds and fetch list (compiling it if
         needed): its ``source``, ``memory`` plan and ``arena``."""
-        return self._lookup(program, feed, fetch_list)[0]
+        return self._lookup(program, feed, fetch_list, count=False)[0]
 
     def run(self, program: Program, feed: dict | None = None, fetch_list=None,
             return_numpy: bool = False):
@@ -425,6 +515,33 @@ class Executor:
         if return_numpy:
             return [r if isinstance(r, np.ndarray) else _to_numpy(r) for r in results]
         return [wrap_array(r) for r in results]
+
+
+BACKENDS = ("interpreted", "compiled", "auto")
+TIER_ENV_VAR = "HYBRIDFW_TIER_AFTER"
+DEFAULT_TIER_AFTER = 20
+_lowering_logger = logging.getLogger("hybridfw.lowering")
+
+
+def check_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return backend
+
+
+def tier_after_default() -> int:
+    """Runs of a plan before ``backend='auto'`` compiles its regions
+    (``$HYBRIDFW_TIER_AFTER``, default :data:`DEFAULT_TIER_AFTER`)."""
+    text = os.environ.get(TIER_ENV_VAR, "")
+    try:
+        return max(0, int(text)) if text else DEFAULT_TIER_AFTER
+    except ValueError:
+        raise ValueError(f"{TIER_ENV_VAR} must be a non-negative integer, got {text!r}") from None
+
+
+def lowering_available() -> bool:
+    from .lowering import available
+    return available()
 
 
 def describe_operator(block_idx: int, index: int, op) -> str:

@@ -158,6 +158,11 @@ def _natural_dtype(xp, step, metas, inferred):
 
 
 def _fused_kernel(xp, *arrays, ops, dtype):
+    if xp is not np and _cuda_fuse():  # one cupy ElementwiseKernel (opt-in, lowering.cuda)
+        from .lowering.cuda import fused_kernel
+        result = fused_kernel(xp, arrays, ops)
+        if result is not None:
+            return result
     values: list = [None] * len(ops)
     pool: list = []  # temporaries whose value is dead, free for reuse
     for count, step in enumerate(_plan(xp, arrays, ops)):
@@ -177,6 +182,11 @@ def _fused_kernel(xp, *arrays, ops, dtype):
             result = xp.asarray(step.kernel(xp, *args, **step.attrs))
             values[count] = result if result.dtype == step.dtype else result.astype(step.dtype)
     return values[-1]
+
+
+def _cuda_fuse() -> bool:
+    from .lowering.cuda import enabled
+    return enabled()
 
 
 def _take(pool: list, shape, dtype):

@@ -1,0 +1,190 @@
+"""Compiled regions (numba) side by side with the interpreter, PyTorch eager and JAX (when
+importable), in one run:
+
+- W1: ``y = relu(x * a + b) * c`` repeated 25 times on 16 floats (100 ops), per op
+  (target <= 0.1 us per op, compiled);
+- W5: Collatz from 27 as a to_static ``while`` with an ``if`` (111 iterations), per call
+  (target <= 9 us);
+- W4: a hand-written LSTM cell (input 64, hidden 128, batch 32) over 50 steps, forward +
+  backward (target <= 10 ms);
+- the compile time of each program (``backend='compiled'``: first call minus the interpreted
+  first call) and the first-call time with tiering (``backend='auto'``, target <= 0.5 s).
+
+Every compiled result is first checked against the interpreter. Times are medians of interleaved
+rounds (see bench/to_static.py); the numba cache directory is a fresh temporary one, so compile
+times are cold. BLAS and PyTorch use ``--threads`` threads (default 1).
+
+    python bench/codegen.py [--threads N] [--repeats N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("HYBRIDFW_CACHE_DIR", tempfile.mkdtemp(prefix="hf-bench-codegen-"))
+
+import hybridfw as hf  # noqa: E402
+from to_static import blas_threads, collatz, side_by_side, torch_or_none  # noqa: E402
+
+RNG = np.random.default_rng(0)
+SEQ, BATCH, INPUT, HIDDEN = 50, 32, 64, 128
+
+
+def chain(x, a, b, c):
+    for _ in range(25):
+        x = (x * a + b).relu() * c
+    return x
+
+
+def lstm_loop(x, w_ih, w_hh, bias):
+    """A hand-written LSTM cell over the time steps (gates i, f, g, o)."""
+    h = x[0] @ w_ih * 0.0
+    h = h[:, :HIDDEN]
+    c = h
+    for t in range(SEQ):
+        gates = x[t] @ w_ih + h @ w_hh + bias
+        i = gates[:, :HIDDEN].sigmoid()
+        f = gates[:, HIDDEN:2 * HIDDEN].sigmoid()
+        g = gates[:, 2 * HIDDEN:3 * HIDDEN].tanh()
+        o = gates[:, 3 * HIDDEN:].sigmoid()
+        c = f * c + i * g
+        h = o * c.tanh()
+    return h
+
+
+def check(a, b, label, rtol=1e-5):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=1e-6,
+                               err_msg=label)
+
+
+def first_calls(fn, args, grad=False) -> dict:
+    """Seconds of the first call of a fresh conversion, per backend (and the compiled one's
+    result)."""
+    out = {}
+    for backend in ("interpreted", "auto", "compiled"):
+        f = hf.jit.to_static(fn, backend=backend)
+        start = time.perf_counter()
+        result = f(*args)
+        if grad:
+            result.sum().backward()
+        out[backend] = time.perf_counter() - start
+        out[f"{backend} fn"] = f
+    return out
+
+
+def w1(torch, repeats):
+    data = [RNG.uniform(0.5, 1.0, 16).astype(np.float32) for _ in range(4)]
+    args = [hf.tensor(d) for d in data]
+    firsts = first_calls(chain, args)
+    compiled, interpreted = firsts["compiled fn"], firsts["interpreted fn"]
+    check(compiled(*args).numpy(), interpreted(*args).numpy(), "W1 compiled vs interpreted")
+    cases = {"hybridfw eager": lambda: chain(*args),
+             "hybridfw to_static interpreted": lambda: interpreted(*args),
+             "hybridfw to_static compiled": lambda: compiled(*args)}
+    if torch is not None:
+        targs = [torch.from_numpy(d) for d in data]
+        cases["torch eager"] = lambda: chain(*targs)
+    jax = _jax()
+    if jax is not None:
+        jchain = jax.jit(lambda x, a, b, c: _jax_chain(jax, x, a, b, c))
+        jargs = [jax.numpy.asarray(d) for d in data]
+        cases["jax jit"] = lambda: jchain(*jargs).block_until_ready()
+    times = side_by_side(cases, repeats)
+    return {k: v * 1e6 / 100 for k, v in times.items()}, firsts, compiled
+
+
+def _jax():
+    try:
+        import jax
+        return jax
+    except ImportError:
+        return None
+
+
+def _jax_chain(jax, x, a, b, c):
+    for _ in range(25):
+        x = jax.numpy.maximum(x * a + b, 0) * c
+    return x
+
+
+def w5(torch, repeats):
+    args = [hf.tensor(27, dtype="int32")]
+    firsts = first_calls(collatz, args)
+    compiled, interpreted = firsts["compiled fn"], firsts["interpreted fn"]
+    assert compiled(*args).item() == interpreted(*args).item() == 111
+    cases = {"hybridfw eager": lambda: collatz(*args),
+             "hybridfw to_static interpreted": lambda: interpreted(*args),
+             "hybridfw to_static compiled": lambda: compiled(*args)}
+    if torch is not None:
+        t = torch.tensor(27, dtype=torch.int32)
+        cases["torch eager"] = lambda: collatz(t)
+    times = side_by_side(cases, repeats)
+    return {k: v * 1e6 for k, v in times.items()}, firsts, compiled
+
+
+def w4(torch, repeats):
+    x_np = RNG.standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)
+    w_np = [RNG.uniform(-0.1, 0.1, s).astype(np.float32)
+            for s in ((INPUT, 4 * HIDDEN), (HIDDEN, 4 * HIDDEN), (4 * HIDDEN,))]
+    x = hf.tensor(x_np)
+    weights = [hf.tensor(w, requires_grad=True) for w in w_np]
+
+    def step(f):
+        def call():
+            for w in weights:
+                w.grad = None
+            f(x, *weights).sum().backward()
+        return call
+    firsts = first_calls(lstm_loop, [x, *weights], grad=True)
+    compiled, interpreted = firsts["compiled fn"], firsts["interpreted fn"]
+    step(interpreted)()
+    expected = [w.grad.numpy().copy() for w in weights]
+    step(compiled)()
+    for w, e in zip(weights, expected):
+        check(w.grad.numpy(), e, "W4 gradients compiled vs interpreted", rtol=1e-4)
+    cases = {"hybridfw eager": step(lstm_loop),
+             "hybridfw to_static interpreted": step(interpreted),
+             "hybridfw to_static compiled": step(compiled)}
+    if torch is not None:
+        tx = torch.from_numpy(x_np)
+        tw = [torch.from_numpy(w.copy()).requires_grad_(True) for w in w_np]
+
+        def torch_step():
+            for w in tw:
+                w.grad = None
+            lstm_loop(tx, *tw).sum().backward()
+        cases["torch eager"] = torch_step
+    times = side_by_side(cases, repeats)
+    return {k: v * 1e3 for k, v in times.items()}, firsts, compiled
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    torch = torch_or_none(args.threads)
+    print(f"codegen benchmark: {args.threads} BLAS/PyTorch thread(s), median of "
+          f"{args.repeats} interleaved rounds; numba cache {os.environ['HYBRIDFW_CACHE_DIR']}")
+    with blas_threads(args.threads):
+        for label, unit, target, run in (("W1 100-op chain on 16 floats", "us/op", 0.1, w1),
+                                         ("W5 Collatz from 27", "us/call", 9.0, w5),
+                                         ("W4 LSTM cell 50 steps fwd+bwd", "ms/step", 10.0, w4)):
+            times, firsts, compiled = run(torch, args.repeats)
+            print(f"\n{label} ({unit}; target <= {target} compiled)")
+            for name, value in times.items():
+                print(f"  {name:34s} {value:10.3f}")
+            print(f"  first call: interpreted {firsts['interpreted']:.3f} s, auto (tiering) "
+                  f"{firsts['auto']:.3f} s (target <= 0.5), compiled {firsts['compiled']:.3f} s "
+                  f"(compile time ~{firsts['compiled'] - firsts['interpreted']:.3f} s)")
+            print("  " + compiled.compile_report().replace("\n", "\n  ")[:600])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Helpers for the ops' lowering rules (the optional ``lower`` slot of an :class:`OpDef`).
+
+A lowering rule tells :mod:`hybridfw.static.lowering` how to write one op in the Python source
+that ``numba.njit`` compiles. Two kinds:
+
+- :func:`elementwise_rule`: ``rule(ctx, *operands, **attrs) -> expression`` for one element. The
+  operands are scalar expressions, already cast to the op's compute dtype (the ``compute_dtype``
+  its ``infer`` gives, else the promoted dtype of its operands, as the kernel sees them);
+  ``ctx.dtype`` names that dtype's constructor (``np.float32``) and ``ctx.const(x)`` writes a
+  number in it. The lowering casts the expression to the op's result dtype, loops over the
+  broadcast output shape and inlines chains of such ops into one loop.
+- :func:`array_rule`: ``rule(ctx, *operands, **attrs) -> local name`` for a whole value; ``ctx``
+  gives the operands' shapes, materialized arrays, element access and loops (see
+  ``hybridfw.static.lowering.emit.ArrayContext``).
+
+A rule raises :class:`Unsupported` (with the reason) for operands it cannot handle; the op then
+stays an executor call.
+"""
+from __future__ import annotations
+
+__all__ = ["Unsupported", "array_rule", "elementwise_rule", "ufunc_rule"]
+
+
+class Unsupported(Exception):
+    """An op (or operand combination) the lowering cannot compile; the message says why."""
+
+
+def elementwise_rule(fn=None, *, values=None, cuda=None):
+    """Mark ``fn`` as an elementwise rule; ``values`` lists the operand indices cast to the
+    compute dtype (default: all; ``where`` leaves its condition alone). ``cuda`` (optional) is
+    the same element as a CUDA C expression template (``{0}``, ``{1}``: the operands, already of
+    the compute type; ``{t}``: that C type), used for cupy ``ElementwiseKernel`` s."""
+    def mark(f):
+        f.elementwise = True
+        f.values = None if values is None else tuple(values)
+        f.cuda = cuda
+        return f
+    return mark if fn is None else mark(fn)
+
+
+# CUDA C of the ufuncs with one obvious C form (NaN propagates through maximum/minimum, as in
+# numpy); the others (floor_divide, remainder, power: Python's integer semantics) have none and
+# keep the per-op kernels on the GPU.
+_CUDA_UFUNCS = {
+    "add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * {1})",
+    "true_divide": "({0} / {1})", "negative": "(-{0})", "exp": "exp({0})", "log": "log({0})",
+    "log1p": "log1p({0})", "sqrt": "sqrt({0})", "sin": "sin({0})", "cos": "cos({0})",
+    "tanh": "tanh({0})", "absolute": "({0} < 0 ? -{0} : {0})",
+    "maximum": "(({0} > {1} || {0} != {0}) ? {0} : {1})",
+    "minimum": "(({0} < {1} || {0} != {0}) ? {0} : {1})",
+    "equal": "({0} == {1})", "not_equal": "({0} != {1})", "less": "({0} < {1})",
+    "less_equal": "({0} <= {1})", "greater": "({0} > {1})", "greater_equal": "({0} >= {1})",
+}
+
+
+def array_rule(fn):
+    """Mark ``fn`` as a rule producing a whole value (reductions, matmul)."""
+    fn.elementwise = False
+    fn.values = None
+    return fn
+
+
+def ufunc_rule(fname: str):
+    """The rule of an op whose kernel is the ufunc ``np.<fname>`` (numba compiles ufuncs on
+    scalars with numpy's own type rules)."""
+    def rule(ctx, *args):
+        return f"np.{fname}({', '.join(args)})"
+    rule.__name__ = f"{fname}_lower"
+    return elementwise_rule(rule, cuda=_CUDA_UFUNCS.get(fname))

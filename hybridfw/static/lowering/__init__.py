@@ -1,0 +1,169 @@
+"""Lowering: compiled regions (numba on CPU) behind the executor's interpreted plans.
+
+From a program's global block, runs of lowerable operators (:mod:`.regions`) become one
+generated Python function each (:mod:`.emit`), which ``numba.njit`` compiles: elementwise chains
+and ``fused_elementwise`` groups one loop with no temporaries, ``while``/``cond`` over scalars
+and small arrays compiled loops, ``sum`` and 2-D ``matmul`` numba's numpy. The executor calls
+each region at its first operator and runs everything else as before (see ``Executor(backend=)``
+and ``hf.jit.to_static(..., backend=)``). What each op lowers to is its ``lower`` rule in the
+op registry (:mod:`hybridfw.ops.lowering_rules`).
+
+The generated module is readable (``CompiledProgram.lowering.source``), written to a cache
+directory and imported from there (:mod:`.cache`), so numba's on-disk cache spares a new process
+the compilation.
+
+numba is optional: without it, or with ``HYBRIDFW_NUMBA=0`` in the environment, :func:`available`
+is False, one INFO message on the ``hybridfw.lowering`` logger says so, and everything runs on the
+interpreter.
+
+Example::
+
+    >>> import hybridfw as hf
+    >>> @hf.jit.to_static(backend="compiled")
+    ... def collatz(n):
+    ...     steps = n * 0
+    ...     while n != 1:
+    ...         if n % 2 == 0:
+    ...             n = n // 2
+    ...         else:
+    ...             n = 3 * n + 1
+    ...         steps = steps + 1
+    ...     return steps
+    >>> collatz(hf.tensor(27, dtype="int32")).item()
+    111
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from .cache import CACHE_ENV_VAR, cache_dir, load_module
+from .emit import Unsupported
+from .regions import Region, plan_regions, region_source
+
+__all__ = ["CACHE_ENV_VAR", "NUMBA_ENV_VAR", "Lowered", "Region", "Unsupported", "available",
+           "cache_dir", "lower_program", "unavailable_reason"]
+
+NUMBA_ENV_VAR = "HYBRIDFW_NUMBA"
+logger = logging.getLogger("hybridfw.lowering")
+_state: dict = {}
+
+
+def unavailable_reason() -> str | None:
+    """Why compiled regions are off (None when numba is usable)."""
+    if os.environ.get(NUMBA_ENV_VAR, "1").strip().lower() in ("0", "false", "no", "off"):
+        return f"disabled by {NUMBA_ENV_VAR}=0"
+    if "numba" not in _state:
+        try:
+            import numba
+            _state["numba"] = numba
+            _state["error"] = None
+        except Exception as exc:  # noqa: BLE001 - ImportError, or numba rejecting numpy/Python
+            _state["numba"] = None
+            _state["error"] = f"numba cannot be imported ({type(exc).__name__}: {exc})"
+    return _state["error"]
+
+
+def available(announce: bool = True) -> bool:
+    """Whether regions can be compiled; the first time they cannot, one INFO message says why
+    (when ``announce``)."""
+    reason = unavailable_reason()
+    if reason is not None and announce and not _state.get("announced"):
+        _state["announced"] = True
+        logger.info("hybridfw: compiled regions are off (%s); programs run on the interpreter",
+                    reason)
+    return reason is None
+
+
+class Lowered:
+    """The compiled regions of one program plan.
+
+    Attributes: ``regions`` (:class:`Region` list), ``functions`` (region name -> numba
+    dispatcher), ``source`` (the generated module), ``left_out`` (``(index, operator, reason)``
+    of the operators that stay interpreted), ``seconds`` (time spent generating and loading;
+    numba compiles each region at its first call).
+    """
+
+    def __init__(self, regions, functions, source, left_out, seconds):
+        self.regions, self.functions, self.source = regions, functions, source
+        self.left_out, self.seconds = left_out, seconds
+
+    def report(self) -> str:
+        lines = [f"{len(self.regions)} compiled region(s):"]
+        lines += [f"  {r.describe()}" for r in self.regions]
+        if self.left_out:
+            lines.append(f"{len(self.left_out)} operator(s) interpreted:")
+            lines += [f"  op {i} {op.type}: {reason}" for i, op, reason in self.left_out]
+        return "\n".join(lines)
+
+    def stats(self) -> dict:
+        """Per region: numba's cache hits and misses, and compiled signatures."""
+        out = {}
+        for name, fn in self.functions.items():
+            stats = fn.stats
+            out[name] = {"cache_hits": sum(stats.cache_hits.values()),
+                         "cache_misses": sum(stats.cache_misses.values()),
+                         "signatures": len(fn.signatures)}
+        return out
+
+    def __repr__(self) -> str:
+        return f"Lowered({len(self.regions)} regions, {len(self.left_out)} ops interpreted)"
+
+
+def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
+    """The compiled regions of ``program``'s global block (shapes from ``metas``, the memory
+    plan's resolved metas), or None when numba is unavailable or nothing lowers."""
+    if not available():
+        return None
+    numba = _state["numba"]
+    start = time.perf_counter()
+    regions, left_out = plan_regions(program, metas, fetch_names)
+    if not regions:
+        return Lowered([], {}, "", left_out, time.perf_counter() - start)
+    parts = ['"""hybridfw compiled regions (generated; see hybridfw.static.lowering)."""',
+             "import numpy as np", "import numba", ""]
+    shared: dict = {}  # identical regions (a loop unrolled by the converter) share one function
+    for region in regions:
+        key = (tuple(region.body), tuple(region.arg_types))
+        if key in shared:
+            region.name = shared[key]
+        else:
+            shared[key] = region.name
+            parts.append(region_source(region))
+    source = "\n".join(parts)
+    module = load_module(source, salt=f"numba {numba.__version__}")
+    functions, kept, failed = {}, [], set()
+    for region in regions:
+        function = getattr(module, region.name)
+        if region.name in functions:
+            kept.append(region)
+            continue
+        try:
+            if region.name in failed:
+                raise RuntimeError("an identical region failed to compile")
+            _compile_eagerly(numba, function, region, metas, program)
+        except Exception as exc:  # noqa: BLE001 - a numba typing/lowering error: interpret
+            left_out += [(i, op, f"numba could not compile {region.name}: "
+                          f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                         for i, op in zip(range(region.start, region.stop), region.ops)]
+            failed.add(region.name)
+            continue
+        functions[region.name] = function
+        kept.append(region)
+    left_out.sort(key=lambda item: item[0])
+    return Lowered(kept, functions, source, left_out, time.perf_counter() - start)
+
+
+def _compile_eagerly(numba, function, region, metas, program) -> None:
+    """Compile for the region's argument types now (arrays of any layout: 'A'), and allow no
+    other signature, so a typing error shows here, not in the middle of a run."""
+    block = program.global_block()
+    types = []
+    for name in region.inputs:
+        meta = metas.get(name) or block.var(name)
+        ndim = len(meta.shape)
+        types.append(numba.types.Array(numba.from_dtype(meta.dtype.np), ndim,
+                                       "C" if ndim == 0 else "A", readonly=True))
+    function.compile(tuple(types))
+    function.disable_compile()

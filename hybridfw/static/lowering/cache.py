@@ -1,0 +1,75 @@
+"""Generated modules on disk, so numba's own cache (``@njit(cache=True)``) works across processes.
+
+numba caches a function's machine code next to its source file, keyed by that file's path and
+time stamp. Each generated module is written once, atomically (temp file + ``os.replace``), to
+``<cache dir>/hf_<hash>.py`` (the hash covers the source, numba's and Python's versions), and
+imported from there: a new process generating the same source imports the same file and numba
+loads the compiled code instead of compiling again.
+
+The cache directory is ``$HYBRIDFW_CACHE_DIR`` or ``~/.cache/hybridfw/codegen``; when that cannot
+be written, a per-process temporary directory (no reuse across processes, still correct).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+
+__all__ = ["CACHE_ENV_VAR", "cache_dir", "load_module"]
+
+CACHE_ENV_VAR = "HYBRIDFW_CACHE_DIR"
+_modules: dict = {}   # hash -> imported module (one per process)
+_fallback_dir = None
+
+
+def cache_dir() -> str:
+    """The directory generated modules are written to (created when missing)."""
+    global _fallback_dir
+    path = os.environ.get(CACHE_ENV_VAR) or os.path.join(
+        os.path.expanduser("~"), ".cache", "hybridfw", "codegen")
+    try:
+        os.makedirs(path, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    if _fallback_dir is None:
+        _fallback_dir = tempfile.mkdtemp(prefix="hybridfw-codegen-")
+    return _fallback_dir
+
+
+def _write_atomically(path: str, text: str) -> None:
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_module(source: str, salt: str = ""):
+    """Import ``source`` as a module from a file in the cache directory (written if missing)."""
+    digest = hashlib.sha256(f"{salt}\n{sys.version}\n{source}".encode()).hexdigest()[:24]
+    module = _modules.get(digest)
+    if module is not None:
+        return module
+    path = os.path.join(cache_dir(), f"hf_{digest}.py")
+    existing = None
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            existing = f.read()
+    if existing != source:  # missing, or a partial/foreign file: (re)write it
+        _write_atomically(path, source)
+    name = f"hybridfw_codegen_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    _modules[digest] = module
+    return module

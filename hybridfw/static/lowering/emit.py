@@ -1,0 +1,479 @@
+"""numba source for one region: a run of operators becomes one ``@njit`` function.
+
+Values inside a region take one of three forms:
+
+- :class:`Scalar`: a 0-d value, a local of its exact dtype (``np.int32(...)``): loops over
+  scalars (a Collatz step) allocate nothing;
+- :class:`Array`: a materialized array of known shape;
+- :class:`Deferred`: an elementwise result not yet computed: its one reader inlines it, element
+  by element, into its own loop, so a chain (or a ``fused_elementwise`` group) is one loop with
+  no temporaries.
+
+Every elementwise expression is cast to the op's result dtype and its operands to the compute
+dtype, as the executor casts them for the kernel (``infer``'s ``compute_dtype``, else the
+promoted dtype of the operands; Python numbers take that dtype, as numpy's weak scalars do), so
+integer results are bitwise the interpreter's (wrap-around included: ``np.int32(a * b)``).
+``while`` and ``cond`` become Python loops and branches over the same forms.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+
+from ...dtypes import result_type
+from ...ops.lowering_rules import Unsupported
+from ...ops.registry import TensorMeta, get_op
+
+__all__ = ["NUMBA_DTYPES", "RegionEmitter", "Unsupported"]
+
+NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int8": "np.int8",
+                "uint8": "np.uint8", "int16": "np.int16", "int32": "np.int32",
+                "int64": "np.int64", "bool": "np.bool_"}
+
+
+def numba_dtype(dtype) -> str:
+    name = NUMBA_DTYPES.get(dtype.name)
+    if name is None:
+        raise Unsupported(f"dtype {dtype.name} is not compiled")
+    return name
+
+
+def literal(value, dtype: str) -> str:
+    """``value`` (a Python number) as source of numba dtype ``dtype``."""
+    if value.__class__ is float and not math.isfinite(value):
+        text = "np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf")
+    else:
+        text = repr(value)
+    return f"{dtype}({text})"
+
+
+class Scalar:
+    __slots__ = ("name", "dtype")
+
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+
+class Array:
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+
+
+class Deferred:
+    __slots__ = ("gen", "shape", "dtype")
+
+    def __init__(self, gen, shape, dtype):
+        self.gen, self.shape, self.dtype = gen, tuple(shape), dtype
+
+
+def _known(shape, what: str) -> tuple:
+    if any(s < 0 for s in shape):
+        raise Unsupported(f"{what} has a dim known only at run time {tuple(shape)}")
+    return tuple(shape)
+
+
+def _mapped(shape, out_shape, idx) -> list:
+    """Indices into a value of ``shape`` broadcast to ``out_shape`` at ``idx``."""
+    offset = len(out_shape) - len(shape)
+    return ["0" if s == 1 else idx[offset + k] for k, s in enumerate(shape)]
+
+
+class _ElementContext:
+    """What an elementwise rule sees: the compute dtype and its constants."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+
+    def const(self, value) -> str:
+        return literal(value, self.dtype)
+
+
+class ArrayContext:
+    """What an array rule sees: ``shapes`` of its operands, ``out_shape``/``out_dtype`` of its
+    result, ``array(k)`` (operand ``k`` materialized), ``element(k, shape, idx)``, ``loop``,
+    ``line``, ``temp`` and ``reduce``."""
+
+    def __init__(self, emitter, operands, out_shape, out_dtype):
+        self.emitter = emitter
+        self.operands = operands
+        self.shapes = [getattr(v, "shape", ()) for v in operands]
+        self.out_shape = out_shape
+        self.out_dtype = out_dtype
+
+    def array(self, k: int) -> str:
+        value = self.emitter.materialize(self.operands[k])
+        if isinstance(value, Scalar):
+            raise Unsupported("an array rule got a 0-d operand")
+        return value.name
+
+    def element(self, k, shape, idx) -> str:
+        return self.emitter.element(self.operands[k], shape, idx)
+
+    def loop(self, shape):
+        return self.emitter.loop(shape)
+
+    def line(self, text: str) -> None:
+        self.emitter.line(text)
+
+    def temp(self, hint: str = "t") -> str:
+        return self.emitter.temp(hint)
+
+    def reduce(self, k: int, dims, keepdim: bool, *, start, combine) -> str:
+        """Fold operand ``k`` over ``dims`` from ``start`` with ``combine(acc, x)`` (both
+        expressions of the result dtype); returns the result's local name."""
+        em, dt = self.emitter, self.out_dtype
+        shape = self.shapes[k]
+        if not shape:
+            return f"{dt}({self.element(k, (), [])})"
+        if not self.out_shape:
+            acc = em.temp("acc")
+            em.line(f"{acc} = {literal(start, dt)}")
+            with em.loop(shape) as idx:
+                x = f"{dt}({self.element(k, shape, idx)})"
+                em.line(f"{acc} = {combine(acc, x)}")
+            return acc
+        out = em.temp("red")
+        em.line(f"{out} = np.full({self.out_shape!r}, {literal(start, dt)}, {dt})")
+        with em.loop(shape) as idx:
+            x = f"{dt}({self.element(k, shape, idx)})"
+            kept = [("0" if keepdim else None) if d in dims else i for d, i in enumerate(idx)]
+            target = f"{out}[{', '.join(i for i in kept if i is not None)}]"
+            em.line(f"{target} = {combine(target, x)}")
+        return out
+
+
+class RegionEmitter:
+    """Emits one region (operators of the global block, in order) as a function's body.
+
+    ``meta(name)`` gives any value's TensorMeta (shapes resolved for the global block);
+    ``readers`` maps a name to the operators reading it (for the inlining decision);
+    ``outputs`` are the names the region must return.
+    """
+
+    def __init__(self, meta, readers, outputs=()):
+        self.meta = meta
+        self.readers = readers
+        self.outputs = set(outputs)
+        self.lines: list = []
+        self.depth = 1
+        self.values: dict = {}
+        self._memo: list = [{}]
+        self._count = 0
+
+    # ---- text -----------------------------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def temp(self, hint: str = "t") -> str:
+        self._count += 1
+        return f"{hint}{self._count}"
+
+    @contextlib.contextmanager
+    def indented(self):
+        self.depth += 1
+        self._memo.append({})
+        try:
+            yield
+        finally:
+            self._memo.pop()
+            self.depth -= 1
+
+    @contextlib.contextmanager
+    def loop(self, shape):
+        idx = []
+        for size in shape:
+            i = self.temp("i")
+            self.line(f"for {i} in range({size}):")
+            self.depth += 1
+            idx.append(i)
+        self._memo.append({})
+        try:
+            yield idx
+        finally:
+            self._memo.pop()
+            self.depth -= len(shape)
+
+    # ---- values ---------------------------------------------------------------------------
+    def bind_input(self, name: str, arg: str) -> None:
+        """Region input ``name`` arrives as the array argument ``arg``."""
+        meta = self.meta(name)
+        dt = numba_dtype(meta.dtype)
+        shape = _known(meta.shape, f"input {name!r}")
+        if shape:
+            self.values[name] = Array(arg, shape, dt)
+        else:
+            local = self.temp("s")
+            self.line(f"{local} = {arg}[()]")
+            self.values[name] = Scalar(local, dt)
+
+    def value(self, operand):
+        if isinstance(operand, str):
+            try:
+                return self.values[operand]
+            except KeyError:
+                raise Unsupported(f"value {operand!r} is not available in the region") from None
+        if operand.__class__ in (int, float, bool):
+            return operand
+        raise Unsupported(f"operand of type {type(operand).__name__}")
+
+    def element(self, value, out_shape, idx) -> str:
+        """Source of one element of ``value`` (broadcast to ``out_shape``) at ``idx``."""
+        if value.__class__ in (int, float, bool):
+            return repr(value)
+        if isinstance(value, Scalar):
+            return value.name
+        mapped = tuple(_mapped(value.shape, out_shape, idx))
+        if isinstance(value, Array):
+            return f"{value.name}[{', '.join(mapped)}]"
+        memo = self._memo[-1]
+        key = (id(value), mapped)
+        name = memo.get(key)
+        if name is None:
+            name = memo[key] = value.gen(list(mapped))
+        return name
+
+    def materialize(self, value):
+        if not isinstance(value, Deferred):
+            return value
+        out = self.temp("a")
+        self.line(f"{out} = np.empty({value.shape!r}, {value.dtype})")
+        with self.loop(value.shape) as idx:
+            self.line(f"{out}[{', '.join(idx)}] = {self.element(value, value.shape, idx)}")
+        return Array(out, value.shape, value.dtype)
+
+    def scalar(self, value, what: str) -> str:
+        """A one-element value (a predicate) as a scalar expression."""
+        if isinstance(value, Scalar):
+            return value.name
+        if isinstance(value, (Array, Deferred)) and all(s == 1 for s in value.shape):
+            return self.element(value, value.shape, ["0"] * len(value.shape))
+        raise Unsupported(f"{what} is not a one-element value")
+
+    def as_loop_value(self, value):
+        """``value`` in the form a loop variable or branch output keeps (scalar or array)."""
+        if value.__class__ in (int, float, bool):
+            raise Unsupported("a Python number as a loop value")
+        return self.materialize(value)
+
+    # ---- operators ------------------------------------------------------------------------
+    def emit_ops(self, block, ops) -> None:
+        for op in ops:
+            self.emit_op(block, op)
+
+    def emit_op(self, block, op) -> None:
+        if op.type == "while":
+            self._while(op)
+        elif op.type == "cond":
+            self._cond(op)
+        elif op.type == "fused_elementwise":
+            self._fused(block, op)
+        else:
+            opdef = get_op(op.type) if not op.blocks else None
+            rule = getattr(opdef, "lower", None)
+            if rule is None:
+                raise Unsupported(f"operator {op.type!r} has no lowering rule")
+            if len(op.outputs) != 1:
+                raise Unsupported(f"operator {op.type!r} has {len(op.outputs)} outputs")
+            operands = [self.value(a) for a in op.inputs]
+            if rule.elementwise:
+                self._elementwise(block, op.outputs[0], opdef, rule, operands, op.attrs)
+            else:
+                self._array_op(op, opdef, rule, operands)
+
+    def _metas(self, operands):
+        return [TensorMeta(getattr(v, "shape", ()), _DTYPE_OF[v.dtype])
+                if isinstance(v, (Scalar, Array, Deferred)) else v for v in operands]
+
+    def _elementwise_value(self, opdef, rule, operands, attrs):
+        """The Deferred (or the scalar expression generator) of one elementwise op."""
+        metas = self._metas(operands)
+        shape, rdtype, cdtype = opdef.infer(*metas, **attrs)
+        shape = _known(shape, f"{opdef.name}'s result")
+        out_dt = numba_dtype(rdtype)
+        cast = rule.values if rule.values is not None else range(len(operands))
+        compute = cdtype or result_type(*[metas[k] for k in cast])
+        tensors = [v for v in operands if isinstance(v, (Scalar, Array, Deferred))]
+        if compute.is_floating_point and tensors and all(v.dtype == "np.bool_" for v in tensors):
+            # the executor leaves bool operands uncast: numpy then picks its smallest loop
+            # (float16 for exp of bool), which a float32 computation would not match
+            raise Unsupported(f"{opdef.name} of bool tensors in a float dtype")
+        ctx = _ElementContext(numba_dtype(compute))
+
+        def expr(idx):
+            args = []
+            for k, v in enumerate(operands):
+                e = self.element(v, shape, idx)
+                if k in cast and (not isinstance(v, (Scalar, Array, Deferred))
+                                  or v.dtype != ctx.dtype):
+                    e = literal(v, ctx.dtype) if v.__class__ in (int, float, bool) else \
+                        f"{ctx.dtype}({e})"
+                args.append(e)
+            return f"{out_dt}({rule(ctx, *args, **attrs)})"
+        return shape, out_dt, expr
+
+    def _gen(self, expr):
+        def gen(idx):
+            t = self.temp("e")
+            self.line(f"{t} = {expr(idx)}")
+            return t
+        return gen
+
+    def _elementwise(self, block, name, opdef, rule, operands, attrs) -> None:
+        shape, out_dt, expr = self._elementwise_value(opdef, rule, operands, attrs)
+        if not shape:
+            local = self.temp("s")
+            self.line(f"{local} = {expr([])}")
+            self.values[name] = Scalar(local, out_dt)
+            return
+        value = Deferred(self._gen(expr), shape, out_dt)
+        self.values[name] = value if self._inline(block, name, shape) else \
+            self.materialize(value)
+
+    def _inline(self, block, name, shape) -> bool:
+        """Whether ``name``'s one reader, an elementwise op of this block with the same shape,
+        may compute it inside its own loop."""
+        if name in self.outputs:
+            return False
+        readers = self.readers.get(name, ())
+        if len(readers) != 1:
+            return False
+        reader_block, reader = readers[0]
+        if reader_block is not block or reader.blocks:
+            return False
+        if reader.type != "fused_elementwise":
+            rule = getattr(get_op(reader.type), "lower", None)
+            if rule is None or not rule.elementwise:
+                return False
+        out = self.meta(reader.outputs[0])
+        return tuple(out.shape) == tuple(shape)
+
+    def _fused(self, block, op) -> None:
+        operands = [self.value(a) for a in op.inputs]
+        subs: list = []
+        steps = op.attrs["ops"]
+        for j, (sub_name, refs, attrs) in enumerate(steps):
+            opdef = get_op(sub_name)
+            rule = getattr(opdef, "lower", None)
+            if rule is None or not rule.elementwise:
+                raise Unsupported(f"fused_elementwise sub-op {sub_name!r} has no elementwise "
+                                  "lowering rule")
+            args = [operands[int(r[2:])] if isinstance(r, str) and r.startswith("in") else
+                    subs[int(r[2:])] if isinstance(r, str) else r for r in refs]
+            shape, out_dt, expr = self._elementwise_value(opdef, rule, args, dict(attrs))
+            if not shape:
+                local = self.temp("s")
+                self.line(f"{local} = {expr([])}")
+                subs.append(Scalar(local, out_dt))
+            else:
+                subs.append(Deferred(self._gen(expr), shape, out_dt))
+        result = subs[-1]
+        name = op.outputs[0]
+        if isinstance(result, Deferred) and not self._inline(block, name, result.shape):
+            result = self.materialize(result)
+        self.values[name] = result
+
+    def _array_op(self, op, opdef, rule, operands) -> None:
+        metas = self._metas(operands)
+        shape, rdtype, _ = opdef.infer(*metas, **op.attrs)
+        shape = _known(shape, f"{op.type}'s result")
+        ctx = ArrayContext(self, operands, shape, numba_dtype(rdtype))
+        result = rule(ctx, *operands, **op.attrs)
+        local = self.temp("s" if not shape else "a")
+        self.line(f"{local} = {result}")
+        self.values[op.outputs[0]] = Scalar(local, ctx.out_dtype) if not shape else \
+            Array(local, shape, ctx.out_dtype)
+
+    # ---- control flow ---------------------------------------------------------------------
+    def _check_form(self, name, value) -> None:
+        meta = self.meta(name)
+        _known(meta.shape, f"loop or branch value {name!r}")
+        if tuple(getattr(value, "shape", ())) != tuple(meta.shape):
+            raise Unsupported(f"value {name!r} changes shape")
+
+    def _while(self, op) -> None:
+        attrs = op.attrs
+        if "stack" in attrs or "saved" in attrs:
+            raise Unsupported("a while loop recording values for its backward")
+        cond_block, body_block = op.blocks
+        count = len(attrs["body_args"])
+        loop_vars = []
+        for k, name in enumerate(op.inputs[:count]):
+            value = self.as_loop_value(self.value(name))
+            self._check_form(attrs["body_args"][k], value)
+            var = self.temp("lv")
+            self.line(f"{var} = {value.name}")
+            loop_vars.append(_like(value, var))
+        self.line("while True:")
+        with self.indented():
+            for name, var in zip(attrs["cond_args"], loop_vars):
+                self.values[name] = var
+            self.emit_ops(cond_block, cond_block.ops)
+            flag = self.scalar(self.value(attrs["cond_output"]), "the loop condition")
+            self.line(f"if not {flag}:")
+            self.line("    break")
+            for name, var in zip(attrs["body_args"], loop_vars):
+                self.values[name] = var
+            self.emit_ops(body_block, body_block.ops)
+            new = []
+            for name in attrs["body_outputs"]:
+                value = self.as_loop_value(self.value(name))
+                self._check_form(name, value)
+                new.append(value.name)
+            targets = ", ".join(v.name for v in loop_vars)
+            self.line(f"{targets}{',' if count == 1 else ''} = {', '.join(new)}"
+                      f"{',' if count == 1 else ''}")
+        for name, var in zip(op.outputs[:count], loop_vars):
+            self.values[name] = var
+
+    def _cond(self, op) -> None:
+        pred = self.scalar(self.value(op.inputs[0]), "the cond predicate")
+        true_block, false_block = op.blocks
+        outs = [self.temp("co") for _ in op.outputs]
+        forms = [None] * len(outs)
+        for branch, block, names in ((f"if {pred}:", true_block, op.attrs["true_outputs"]),
+                                     ("else:", false_block, op.attrs["false_outputs"])):
+            self.line(branch)
+            with self.indented():
+                self.emit_ops(block, block.ops)
+                for k, (name, out) in enumerate(zip(names, outs)):
+                    if name is None:
+                        raise Unsupported("a cond branch without a value for an output")
+                    value = self.as_loop_value(self.value(name))
+                    self._check_form(op.outputs[k], value)
+                    self.line(f"{out} = {value.name}")
+                    forms[k] = _like(value, out)
+                if not names:
+                    self.line("pass")
+        for name, form in zip(op.outputs, forms):
+            self.values[name] = form
+
+    # ---- results --------------------------------------------------------------------------
+    def return_line(self, names) -> None:
+        results = []
+        for name in names:
+            value = self.materialize(self.value(name))
+            if isinstance(value, Scalar):
+                box = self.temp("r")
+                self.line(f"{box} = np.empty((), {value.dtype})")
+                self.line(f"{box}[()] = {value.name}")
+                results.append(box)
+            else:
+                results.append(value.name)
+        self.line(f"return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+
+
+def _like(value, name):
+    return Scalar(name, value.dtype) if isinstance(value, Scalar) else \
+        Array(name, value.shape, value.dtype)
+
+
+def _dtype_table():
+    from ...dtypes import as_dtype
+    return {v: as_dtype(k) for k, v in NUMBA_DTYPES.items()}
+
+
+_DTYPE_OF = _dtype_table()

@@ -1,0 +1,202 @@
+"""Regions, tiering, the disk cache across processes, training programs and the fallback."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw.static import Executor, Program, data, program_guard
+from hybridfw.static import lowering
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _mixed_program():
+    """Lowerable ops, then softmax (no lowering rule), then lowerable ops again."""
+    prog = Program()
+    with program_guard(prog):
+        x = data("x", [4, 8])
+        a = (x * 2.0 + 1.0).tanh() - x
+        s = hf.nn.functional.softmax(a, dim=1)
+        y = (s * 3.0 + a).relu().sum(dim=1)
+    return prog, y
+
+
+def test_mixed_program_compiles_around_the_unlowerable_op(need_numba):
+    prog, y = _mixed_program()
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    # independent reference in numpy
+    a = np.tanh(x * 2 + 1) - x
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    s = e / e.sum(axis=1, keepdims=True)
+    ref = np.maximum(s * 3 + a, 0).sum(axis=1)
+    exe = Executor(backend="compiled")
+    got = exe.run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+    interpreted = Executor().run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0]
+    np.testing.assert_allclose(got, interpreted, rtol=1e-6)
+    lowered = exe.compile(prog, feed={"x": x}, fetch_list=[y]).lowering
+    assert len(lowered.regions) == 2, lowered.report()
+    reasons = {op.type: reason for _, op, reason in lowered.left_out}
+    assert "softmax" in reasons and "no lowering rule" in reasons["softmax"]
+    source = exe.compile(prog, feed={"x": x}, fetch_list=[y]).source
+    assert source.count("_region_") == 2  # the plan calls both regions around softmax
+
+
+def test_tiering_compiles_after_k_runs(need_numba):
+    prog, y = _mixed_program()
+    x = np.ones((4, 8), np.float32)
+    exe = Executor(backend="auto", tier_after=3)
+    results = []
+    for _ in range(5):
+        results.append(exe.run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0])
+        plan = exe.compile(prog, feed={"x": x}, fetch_list=[y])
+        results[-1] = (results[-1], plan.lowering is not None)
+    # runs 1-3 are interpreted; the 4th compiles the regions first
+    assert [compiled for _, compiled in results] == [False, False, False, True, True]
+    for value, _ in results[1:]:
+        np.testing.assert_allclose(value, results[0][0], rtol=1e-6)
+
+
+def test_to_static_auto_keeps_the_first_call_interpreted(need_numba):
+    @hf.jit.to_static(tier_after=2)
+    def f(x):
+        while x.sum() < 100.0:
+            x = x * 2.0 + 1.0
+        return x
+    x = hf.ones(4)
+    first = f(x).numpy()
+    assert "interpreted so far" in f.compile_report()
+    for _ in range(3):
+        np.testing.assert_allclose(f(x).numpy(), first, rtol=1e-6)
+    assert "1 compiled region(s)" in f.compile_report()
+    np.testing.assert_array_equal(first, [31.0] * 4)  # 1 -> 3 -> 7 -> 15 -> 31 (sum 124)
+
+
+def test_backend_is_validated():
+    with pytest.raises(ValueError, match="backend"):
+        hf.jit.to_static(lambda x: x, backend="fast")
+    with pytest.raises(ValueError, match="backend"):
+        Executor(backend="jit")
+
+
+class TinyCellLoop(hf.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = hf.nn.LSTMCell(3, 5)
+        self.w = hf.nn.Parameter(hf.tensor(np.linspace(-1, 1, 5).astype(np.float32)))
+
+    def forward(self, x):
+        h = hf.zeros(x.shape[1], 5)
+        c = hf.zeros(x.shape[1], 5)
+        for t in range(2):
+            h, c = self.cell(x[t], (h, c))
+            h = (h * self.w + 0.5).tanh() * 0.9 - h
+        return h
+
+
+def test_training_forward_and_backward_regions(need_numba):
+    x = hf.tensor(np.random.default_rng(1).standard_normal((2, 2, 3)).astype(np.float32))
+    grads = {}
+    for backend in ("interpreted", "compiled"):
+        hf.manual_seed(0)
+        model = hf.jit.to_static(TinyCellLoop(), backend=backend)
+        model(x).sum().backward()
+        grads[backend] = [p.grad.numpy() for p in model.parameters()]
+        if backend == "compiled":
+            report = model.forward.compile_report()
+    forward, backward = report.split("backward program:")
+    assert "0 compiled region(s)" not in forward and "0 compiled region(s)" not in backward, \
+        report
+    for a, b in zip(grads["interpreted"], grads["compiled"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
+    # the eager model as an independent oracle
+    hf.manual_seed(0)
+    eager = TinyCellLoop()
+    eager(x).sum().backward()
+    for p, b in zip(eager.parameters(), grads["compiled"]):
+        np.testing.assert_allclose(b, p.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+_CHILD = textwrap.dedent("""
+    import json, time
+    import hybridfw as hf
+
+    @hf.jit.to_static(backend="compiled")
+    def collatz(n):
+        steps = n * 0
+        while n != 1:
+            if n % 2 == 0:
+                n = n // 2
+            else:
+                n = 3 * n + 1
+            steps = steps + 1
+        return steps
+
+    start = time.perf_counter()
+    value = collatz(hf.tensor(27, dtype="int32")).item()
+    entry = collatz._last
+    plan = [c for c in entry.executor._cache.values() if c.lowering is not None][0]
+    print(json.dumps({"value": value, "stats": plan.lowering.stats(),
+                      "seconds": time.perf_counter() - start}))
+""")
+
+
+def _child(cache: str, script: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT, HYBRIDFW_CACHE_DIR=cache)
+    out = subprocess.run([sys.executable, script], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_disk_cache_spares_a_new_process_the_compilation(tmp_path, need_numba):
+    script = tmp_path / "child.py"  # the converter reads the function's source from a file
+    script.write_text(_CHILD)
+    cache = tmp_path / "cache"
+    first = _child(str(cache), str(script))
+    second = _child(str(cache), str(script))
+    assert first["value"] == second["value"] == 111
+    assert first["stats"]["region_0"]["cache_misses"] == 1
+    assert second["stats"]["region_0"] == {"cache_hits": 1, "cache_misses": 0, "signatures": 1}
+    assert any(name.endswith(".py") for name in os.listdir(cache))
+
+
+def _small_chain(t):
+    return (t * 2.0).tanh() + t
+
+
+def test_fallback_without_numba(monkeypatch, caplog):
+    monkeypatch.setenv(lowering.NUMBA_ENV_VAR, "0")
+    monkeypatch.setitem(lowering._state, "announced", False)
+    prog, y = _mixed_program()
+    x = np.ones((4, 8), np.float32)
+    with caplog.at_level(logging.INFO, logger="hybridfw.lowering"):
+        exe = Executor(backend="compiled")
+        got = exe.run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0]
+        exe.run(prog, feed={"x": x * 2}, fetch_list=[y], return_numpy=True)
+        f = hf.jit.to_static(_small_chain, backend="compiled")
+        f(hf.ones(3))
+    messages = [r.getMessage() for r in caplog.records if r.name == "hybridfw.lowering"]
+    assert len(messages) == 1 and "HYBRIDFW_NUMBA=0" in messages[0], messages
+    assert exe.compile(prog, feed={"x": x}, fetch_list=[y]).lowering is None
+    expected = Executor().run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0]
+    np.testing.assert_array_equal(got, expected)
+    assert "HYBRIDFW_NUMBA=0" in f.compile_report()
+
+
+def test_fallback_when_numba_cannot_be_imported(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba now raises ImportError
+    monkeypatch.setattr(lowering, "_state", {"announced": True})
+    assert not lowering.available()
+    assert "cannot be imported" in lowering.unavailable_reason()
+    prog, y = _mixed_program()
+    x = np.ones((4, 8), np.float32)
+    exe = Executor(backend="compiled")
+    assert exe.compile(prog, feed={"x": x}, fetch_list=[y]).lowering is None
