@@ -200,3 +200,18 @@ def test_fallback_when_numba_cannot_be_imported(monkeypatch):
     x = np.ones((4, 8), np.float32)
     exe = Executor(backend="compiled")
     assert exe.compile(prog, feed={"x": x}, fetch_list=[y]).lowering is None
+
+
+def test_a_cache_directory_others_can_write_is_not_used(tmp_path, monkeypatch):
+    """numba reads back a pickled index from the cache directory, and the generated modules are
+    imported from it: a directory someone else could write to is replaced by a private one."""
+    from hybridfw.static.lowering import cache
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(cache.CACHE_ENV_VAR, str(shared))
+    assert cache.cache_dir() != str(shared)
+    private = tmp_path / "private"
+    monkeypatch.setenv(cache.CACHE_ENV_VAR, str(private))
+    assert cache.cache_dir() == str(private)
+    assert private.stat().st_mode & 0o777 == 0o700

@@ -6,8 +6,10 @@ time stamp. Each generated module is written once, atomically (temp file + ``os.
 imported from there: a new process generating the same source imports the same file and numba
 loads the compiled code instead of compiling again.
 
-The cache directory is ``$HYBRIDFW_CACHE_DIR`` or ``~/.cache/hybridfw/codegen``; when that cannot
-be written, a per-process temporary directory (no reuse across processes, still correct).
+The cache directory is ``$HYBRIDFW_CACHE_DIR`` or ``~/.cache/hybridfw/codegen`` (created with mode
+0700); when that cannot be written, or it is not private to this user (others could plant code or
+a numba cache index there, which numba unpickles), a per-process temporary directory (no reuse
+across processes, still correct).
 """
 from __future__ import annotations
 
@@ -30,14 +32,23 @@ def cache_dir() -> str:
     path = os.environ.get(CACHE_ENV_VAR) or os.path.join(
         os.path.expanduser("~"), ".cache", "hybridfw", "codegen")
     try:
-        os.makedirs(path, exist_ok=True)
-        if os.access(path, os.W_OK):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        if os.access(path, os.W_OK) and _private(path):
             return path
     except OSError:
         pass
     if _fallback_dir is None:
         _fallback_dir = tempfile.mkdtemp(prefix="hybridfw-codegen-")
     return _fallback_dir
+
+
+def _private(path: str) -> bool:
+    """Whether only this user can write ``path``: the modules (and numba's cache index, a pickle
+    numba reads back) are trusted like ``__pycache__``, so nobody else may plant files there."""
+    if not hasattr(os, "getuid"):
+        return True
+    st = os.stat(path)
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def _write_atomically(path: str, text: str) -> None:
