@@ -393,17 +393,18 @@ def segment_sizes(n: int, segments: int) -> list:
     recomputation of each segment but the last).
 
         >>> segment_sizes(64, 8)
-        [12, 11, 10, 9, 8, 7, 6, 1]
+        [8, 11, 10, 9, 8, 7, 6, 5]
         >>> segment_sizes(5, 5)
         [1, 1, 1, 1, 1]
     """
-    # the smallest peak m with sum(max(1, m - i)) >= n; then trim the excess from the tail
+    # the smallest peak m with sum(max(1, m - i)) >= n; then trim the excess from the front,
+    # which keeps the last segment (run without checkpointing, so never recomputed) longest
     m = -(-n // segments)
     while sum(max(1, m - i) for i in range(segments)) < n:
         m += 1
     sizes = [max(1, m - i) for i in range(segments)]
     excess = sum(sizes) - n
-    for i in reversed(range(segments)):
+    for i in range(segments):
         take = min(excess, sizes[i] - 1)
         sizes[i] -= take
         excess -= take
