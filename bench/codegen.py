@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ.setdefault("HYBRIDFW_CACHE_DIR", tempfile.mkdtemp(prefix="hf-bench-codegen-"))
 
 import hybridfw as hf  # noqa: E402
