@@ -179,11 +179,14 @@ class OpCall:
             ufunc = getattr(xp, ufunc_name)
         tensor_dtypes = set()
         args = []
-        for operand, meta in zip(op.inputs, metas):
+        for k, (operand, meta) in enumerate(zip(op.inputs, metas)):
             if isinstance(operand, str):
                 expr = fs.ident(operand)
                 dt = meta.dtype
-                if cdtype is not None and dt is not cdtype and dt.name != "bool":
+                # cast as eager does (a bool operand too: numpy computes exp(bool) in float16),
+                # except where's condition, which stays a mask
+                if cdtype is not None and dt is not cdtype and not (k == 0 and
+                                                                    op.type == "where"):
                     expr = f"{expr}.astype({fs.dtype_const(cdtype.np)})"
                     dt = cdtype
                 tensor_dtypes.add(dt)

@@ -338,3 +338,22 @@ def test_optimized_programs_run_poisoned_and_inplace_shrinks_the_arena():
         np.testing.assert_allclose(got.item(), 256 * np.tanh(np.exp(2.0) + 1.0), rtol=1e-5)
         arenas.append(exe.compile(optimized, {"x": hf.ones(256)}, [z.name]).arena.nbytes)
     assert arenas == [1024, 2048]
+
+
+@pytest.mark.parametrize("op", ["exp", "sin", "sqrt", "log1p", "sigmoid", "tanh"])
+def test_float_ops_of_bool_inputs_compute_in_the_result_dtype_as_eager(op):
+    """numpy evaluates exp(bool) in float16; the executor casts like eager does, so the static
+    result equals eager's float32 one exactly (2.7182817, not 2.71875)."""
+    mask = np.array([True, False, True])
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = hf.static.data("a", [3], "bool")
+        y = getattr(hf, op)(a)
+    (got,) = hf.static.Executor().run(prog, feed={"a": mask}, fetch_list=[y])
+    want = getattr(hf, op)(hf.tensor(mask))
+    assert got.dtype == want.dtype == hf.float32
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    x = mask.astype(np.float32)
+    reference = {"exp": np.exp, "sin": np.sin, "sqrt": np.sqrt, "log1p": np.log1p,
+                 "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[op](x)
+    np.testing.assert_allclose(got.numpy(), reference, rtol=1e-6)
