@@ -41,9 +41,14 @@ def clone_program(program: Program) -> Program:
             block.parent = mapping[id(old.parent)]
         for name, var in old.vars.items():
             block.vars[name] = Variable(block, var.name, var.shape, var.dtype, var.persistable)
-        block.ops = [Operator(op.type, op.inputs, op.outputs,
-                              {k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
-                              [mapping[id(b)] for b in op.blocks], op.origin) for op in old.ops]
+        if len(program.blocks) == 1:   # no attribute can refer to a block: copy them as they are
+            block.ops = [Operator(op.type, op.inputs, op.outputs, op.attrs, (), op.origin)
+                         for op in old.ops]
+        else:
+            block.ops = [Operator(op.type, op.inputs, op.outputs,
+                                  {k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
+                                  [mapping[id(b)] for b in op.blocks], op.origin)
+                         for op in old.ops]
     new.params = dict(program.params)
     new.feeds = list(program.feeds)
     new._captured = dict(program._captured)

@@ -69,9 +69,13 @@ def _fuse_block(block: Block, read: dict, protected: set, assigned: set) -> None
                 group += groups.pop(id(inner))
         groups[id(op)] = sorted(group, key=lambda o: position[id(o)]) + [op]
         producer[op.outputs[0]] = op
+    doomed = []
     for group in groups.values():
         if len(group) > 1 and not _small(block.var(group[-1].outputs[0]).shape):
-            _replace(block, group)
+            # the root's position is still valid: nothing is erased until every group is fused
+            block.ops[position[id(group[-1])]] = _fused(block, group)
+            doomed += group[:-1]
+    erase_ops(block, doomed)   # once: erasing group by group was quadratic in the block size
 
 
 def _small(shape) -> bool:
@@ -90,7 +94,8 @@ def _private(block: Block, name: str, consumer, read: dict, protected: set) -> b
             and not block.var(name).persistable)
 
 
-def _replace(block: Block, group: list) -> None:
+def _fused(block: Block, group: list) -> Operator:
+    """The ``fused_elementwise`` operator computing ``group`` (its last operator's output)."""
     index = {op.outputs[0]: j for j, op in enumerate(group)}
     inputs: dict = {}  # external input name -> its position
     ops = []
@@ -106,7 +111,5 @@ def _replace(block: Block, group: list) -> None:
         ops.append((op.type, tuple(refs), tuple(sorted(op.attrs.items()))))
     root = group[-1]
     out = block.var(root.outputs[0])
-    fused = Operator("fused_elementwise", list(inputs), root.outputs,
-                     {"ops": tuple(ops), "dtype": out.dtype}, origin=root.origin)
-    block.ops[block.ops.index(root)] = fused
-    erase_ops(block, group[:-1])
+    return Operator("fused_elementwise", list(inputs), root.outputs,
+                    {"ops": tuple(ops), "dtype": out.dtype}, origin=root.origin)
