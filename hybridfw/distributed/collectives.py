@@ -160,20 +160,14 @@ def _divide_by_world_size(arr, group):
         arr /= n
     return finish
 
+
 def reduce_scatter(output: Tensor, input_list: list, op="sum", group=None,
                    async_op: bool = False):
     """``output`` on rank r receives the reduction over ranks of their ``input_list[r]``."""
     group = group or default_group("reduce_scatter")
     out = _array("reduce_scatter", output, group, "output")
     inputs = _check_list("reduce_scatter", input_list, output, group, "input_list")
-    key = _reduce_op("reduce_scatter", op, output)
-    if group.check_consistency:
-        check_consistent(group, "reduce_scatter",
-                         signature("reduce_scatter", out, _OPS.index(key)), "op index")
-    requests = group.backend.reduce_scatter(out, inputs, key)
-    finish = _divide_by_world_size(out, group) if key == "mean" else None
-    _bump(output)
-    return _finish(Work("reduce_scatter", requests, group, finish), async_op)
+    return _reduce_scatter("reduce_scatter", output, out, out, inputs, out, op, group, async_op)
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op="sum", group=None,  # noqa: A002
@@ -186,16 +180,21 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op="sum", group=None,  
         raise ValueError(f"hf.distributed.reduce_scatter_tensor: input {input.dtype} "
                          f"{input.shape} must hold world_size={group.world_size} blocks of "
                          f"output {output.dtype} {output.shape}")
-    blocks = list(src.reshape(group.world_size, -1))
-    flat_out = out.reshape(-1)
-    key = _reduce_op("reduce_scatter_tensor", op, output)
+    return _reduce_scatter("reduce_scatter_tensor", output, out, out.reshape(-1),
+                           list(src.reshape(group.world_size, -1)), src, op, group, async_op)
+
+
+def _reduce_scatter(name, output, out, flat_out, blocks, checked, op, group, async_op):
+    """The common part of the reduce-scatters: ``flat_out`` (a view of ``out``, the array of
+    ``output``) receives the reduction of every rank's ``blocks[rank]``; ``checked`` is the
+    array whose shape and dtype the consistency check compares across ranks."""
+    key = _reduce_op(name, op, output)
     if group.check_consistency:
-        check_consistent(group, "reduce_scatter_tensor",
-                         signature("reduce_scatter_tensor", src, _OPS.index(key)), "op index")
+        check_consistent(group, name, signature(name, checked, _OPS.index(key)), "op index")
     requests = group.backend.reduce_scatter(flat_out, blocks, key)
     finish = _divide_by_world_size(out, group) if key == "mean" else None
     _bump(output)
-    return _finish(Work("reduce_scatter_tensor", requests, group, finish), async_op)
+    return _finish(Work(name, requests, group, finish), async_op)
 
 
 def barrier(group=None, async_op: bool = False):
