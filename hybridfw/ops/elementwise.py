@@ -216,7 +216,8 @@ def _sigmoid_kernel(xp, a, out=None):
 
 
 sigmoid = register("sigmoid", infer=_float_unary_infer, kernel=_sigmoid_kernel, supports_out=True,
-                   lower=elementwise_rule(lambda ctx, a: f"np.tanh({a} * {ctx.const(0.5)}) * "
+                   lower=elementwise_rule(lambda ctx, a: ctx.vector("sigmoid", a) or
+                                          f"np.tanh({a} * {ctx.const(0.5)}) * "
                                           f"{ctx.const(0.5)} + {ctx.const(0.5)}",
                                           cuda="(tanh({0} * ({t})0.5) * ({t})0.5 + ({t})0.5)"),
                    save_output=True, vjp=(lambda g, out, a: g * out * (1 - out),))

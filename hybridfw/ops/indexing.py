@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..dtypes import bool_
 from .infer import broadcast_shapes
+from .lowering_rules import Unsupported, view_rule
 from ..backend import add_at
 from .registry import OnnxNotExportable, TensorLike, apply, onnx_rules, register, runtime_value
 
@@ -229,8 +230,35 @@ def _getitem_grad(g, out, a, *index, spec):
     return apply(index_put, zeros, g, *index, spec=spec, accumulate=True)
 
 
+def _getitem_lower(in_shape, out_shape, *index, spec):
+    """Basic indices (ints, slices, None, ...) read operand 0 in place; index tensors do not
+    compile."""
+    if index or any(item[0] == "tensor" for item in spec):
+        raise Unsupported("getitem with index tensors")
+    items = [item for item, _ in _expand_spec("getitem", in_shape, spec, ())]
+
+    def mapping(idx):
+        out, k = [], 0
+        for item in items:
+            kind = item[0]
+            if kind == "none":
+                k += 1
+                continue
+            n = in_shape[len(out)]
+            if kind == "int":
+                out.append(str(item[1] % n))
+                continue
+            start, _, step = slice(*item[1:]).indices(n)
+            i = idx[k]
+            k += 1
+            term = i if step == 1 else f"{step} * {i}"
+            out.append(term if start == 0 else f"{term} + {start}")
+        return out
+    return mapping
+
+
 getitem = register("getitem", infer=_getitem_infer, kernel=_getitem_kernel, view=True,
-                   save=slice(1, None), vjp=(_getitem_grad,))
+                   save=slice(1, None), vjp=(_getitem_grad,), lower=view_rule(_getitem_lower))
 
 
 def _getitem_backward_infer(g, *index, spec, shape):

@@ -7,18 +7,26 @@ that ``numba.njit`` compiles. Two kinds:
   operands are scalar expressions, already cast to the op's compute dtype (the ``compute_dtype``
   its ``infer`` gives, else the promoted dtype of its operands, as the kernel sees them);
   ``ctx.dtype`` names that dtype's constructor (``np.float32``) and ``ctx.const(x)`` writes a
-  number in it. The lowering casts the expression to the op's result dtype, loops over the
+  number in it; ``ctx.ufunc(name, *args)`` writes the call of numpy's ufunc ``name``, or of its
+  vectorizable float32 version (``hybridfw.static.lowering.vmath``) where there is one, and
+  ``ctx.vector(name, *args)`` that version alone (None when there is none). The lowering casts the expression to the op's result dtype, loops over the
   broadcast output shape and inlines chains of such ops into one loop.
 - :func:`array_rule`: ``rule(ctx, *operands, **attrs) -> local name`` for a whole value; ``ctx``
   gives the operands' shapes, materialized arrays, element access and loops (see
-  ``hybridfw.static.lowering.emit.ArrayContext``).
+  ``hybridfw.static.lowering.emit.ArrayContext``). ``inlines=True`` marks a rule that reads its
+  operands element by element only (``concat``): an elementwise operand is then computed inside
+  the rule's own loops instead of into a temporary.
+- :func:`view_rule`: ``rule(in_shape, out_shape, *operands, **attrs) -> mapping`` for a view
+  (a basic ``getitem``, ``permute``): ``mapping(idx)`` gives, for the index expressions ``idx``
+  of one result element, those of the element of operand 0 it is. Nothing is copied: readers
+  index the operand directly.
 
 A rule raises :class:`Unsupported` (with the reason) for operands it cannot handle; the op then
 stays an executor call.
 """
 from __future__ import annotations
 
-__all__ = ["Unsupported", "array_rule", "elementwise_rule", "ufunc_rule"]
+__all__ = ["Unsupported", "array_rule", "elementwise_rule", "ufunc_rule", "view_rule"]
 
 
 class Unsupported(Exception):
@@ -53,9 +61,20 @@ _CUDA_UFUNCS = {
 }
 
 
-def array_rule(fn):
-    """Mark ``fn`` as a rule producing a whole value (reductions, matmul)."""
+def array_rule(fn=None, *, inlines=False):
+    """Mark ``fn`` as a rule producing a whole value (reductions, matmul, concat)."""
+    def mark(f):
+        f.elementwise = False
+        f.values = None
+        f.inlines = inlines
+        return f
+    return mark if fn is None else mark(fn)
+
+
+def view_rule(fn):
+    """Mark ``fn`` as the index mapping of a view op (see the module docstring)."""
     fn.elementwise = False
+    fn.view = True
     fn.values = None
     return fn
 
@@ -64,6 +83,6 @@ def ufunc_rule(fname: str):
     """The rule of an op whose kernel is the ufunc ``np.<fname>`` (numba compiles ufuncs on
     scalars with numpy's own type rules)."""
     def rule(ctx, *args):
-        return f"np.{fname}({', '.join(args)})"
+        return ctx.ufunc(fname, *args)
     rule.__name__ = f"{fname}_lower"
     return elementwise_rule(rule, cuda=_CUDA_UFUNCS.get(fname))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..backend import device as as_device
 from ..backend import to_device_array
 from .infer import broadcast_shapes, normalize_dim, numel
+from .lowering_rules import Unsupported, array_rule, view_rule
 from .registry import OnnxNotExportable, apply, onnx_rules, register, runtime_value
 
 
@@ -45,8 +46,34 @@ def _reshape_grad(g, out, a, *, shape):
     return apply(reshape, g, shape=a.shape)
 
 
+def _reshape_lower(in_shape, out_shape, *, shape):
+    """Adding or dropping dims of size 1 keeps the others' indices; any other reshape goes
+    through the row-major position of the element."""
+    if [s for s in in_shape if s != 1] == [s for s in out_shape if s != 1]:
+        def mapping(idx):
+            kept = iter([i for i, s in zip(idx, out_shape) if s != 1])
+            return [("0" if s == 1 else next(kept)) for s in in_shape]
+        return mapping
+
+    def linear_mapping(idx):
+        position = " + ".join(f"{i} * {stride}" for i, stride in
+                              zip(idx, _row_major_strides(out_shape))) or "0"
+        return [f"(({position}) // {stride}) % {n}"
+                for n, stride in zip(in_shape, _row_major_strides(in_shape))]
+    return linear_mapping
+
+
+def _row_major_strides(shape) -> list:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
+
+
 reshape = register("reshape", infer=_reshape_infer, view=True,
-                   kernel=lambda xp, a, *, shape: a.reshape(shape), vjp=(_reshape_grad,))
+                   kernel=lambda xp, a, *, shape: a.reshape(shape), vjp=(_reshape_grad,),
+                   lower=view_rule(_reshape_lower))
 
 
 def _permute_infer(a, *, dims):
@@ -65,7 +92,17 @@ def _inverse_permutation(dims):
     return tuple(inv)
 
 
+def _permute_lower(in_shape, out_shape, *, dims):
+    def mapping(idx):
+        source = [None] * len(idx)
+        for k, d in enumerate(dims):
+            source[d % len(dims)] = idx[k]
+        return source
+    return mapping
+
+
 permute = register("permute", infer=_permute_infer, view=True,
+                   lower=view_rule(_permute_lower),
                    kernel=lambda xp, a, *, dims: xp.transpose(a, dims),
                    vjp=(lambda g, out, a, *, dims:
                         apply(permute, g, dims=_inverse_permutation(dims)),))
@@ -169,7 +206,25 @@ def _concat_grad(g, out, *xs, dim, input_index):
     return apply(concat_backward, g, *sources, dim=d, index=input_index, sizes=sizes)
 
 
+def _concat_lower(ctx, *xs, dim):
+    """One loop per piece writing its part of the result (an elementwise piece computed in
+    that loop)."""
+    d = dim % len(ctx.out_shape)
+    out = ctx.temp("cat")
+    ctx.line(f"{out} = np.empty({ctx.out_shape!r}, {ctx.out_dtype})")
+    offset = 0
+    for k, shape in enumerate(ctx.shapes):
+        if len(shape) != len(ctx.out_shape):
+            raise Unsupported("concat of a 0-d value")
+        with ctx.loop(shape) as idx:
+            target = [f"{i} + {offset}" if j == d and offset else i for j, i in enumerate(idx)]
+            ctx.line(f"{out}[{', '.join(target)}] = {ctx.out_dtype}({ctx.element(k, shape, idx)})")
+        offset += shape[d]
+    return out
+
+
 concat = register("concat", infer=_concat_infer, variadic=True,
+                  lower=array_rule(_concat_lower, inlines=True),
                   kernel=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim),
                   vjp=(_concat_grad,))
 

@@ -157,7 +157,9 @@ class _BlockEmitter:
         so operators after it find them where the plan says (in-place updates included)."""
         fs = self.fs
         function = fs.const(self.regions_functions[region.name], region.name)
-        args = ", ".join(fs.ident(n) for n in region.inputs)
+        contig = fs.const(np.ascontiguousarray, "_contig")  # the regions take C arrays
+        args = ", ".join(f"{contig}({fs.ident(n)})" if len(self.metas[n].shape) else
+                         fs.ident(n) for n in region.inputs)
         targets = ", ".join(fs.ident(n) for n in region.outputs)
         comma = "," if len(region.outputs) == 1 else ""
         fs.line(f"{targets}{comma} = {function}({args})" if region.outputs else

@@ -2,7 +2,8 @@
 
 From a program's global block, runs of lowerable operators (:mod:`.regions`) become one
 generated Python function each (:mod:`.emit`), which ``numba.njit`` compiles: elementwise chains
-and ``fused_elementwise`` groups one loop with no temporaries, ``while``/``cond`` over scalars
+and ``fused_elementwise`` groups one loop with no temporaries (float32 ``exp``/``tanh``/``sigmoid``
+written so LLVM vectorizes it, :mod:`.vmath`; slices and permutes read in place), ``while``/``cond`` over scalars
 and small arrays compiled loops, ``sum`` and 2-D ``matmul`` numba's numpy. The executor calls
 each region at its first operator and runs everything else as before (see ``Executor(backend=)``
 and ``hf.jit.to_static(..., backend=)``). What each op lowers to is its ``lower`` rule in the
@@ -34,12 +35,13 @@ Example::
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
 
 from .cache import CACHE_ENV_VAR, cache_dir, load_module
-from .emit import Unsupported
+from .emit import VECTOR_FLOAT32, Unsupported
 from .regions import Region, plan_regions, region_source
 
 __all__ = ["CACHE_ENV_VAR", "NUMBA_ENV_VAR", "Lowered", "Region", "Unsupported", "available",
@@ -122,7 +124,9 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
     if not regions:
         return Lowered([], {}, "", left_out, time.perf_counter() - start)
     parts = ['"""hybridfw compiled regions (generated; see hybridfw.static.lowering)."""',
-             "import numpy as np", "import numba", ""]
+             "import numpy as np", "import numba",
+             "from hybridfw.static.lowering.vmath import " + ", ".join(
+                 f"{fn[4:]} as {fn}" for fn in VECTOR_FLOAT32.values()), ""]
     shared: dict = {}  # identical regions (a loop unrolled by the converter) share one function
     for region in regions:
         key = (tuple(region.body), tuple(region.arg_types))
@@ -132,7 +136,8 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
             shared[key] = region.name
             parts.append(region_source(region))
     source = "\n".join(parts)
-    module = load_module(source, salt=f"numba {numba.__version__}")
+    # numba's cache of a region holds the inlined vmath code: a changed vmath is a new module
+    module = load_module(source, salt=f"numba {numba.__version__} vmath {_vmath_digest()}")
     functions, kept, failed = {}, [], set()
     for region in regions:
         function = getattr(module, region.name)
@@ -155,15 +160,24 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
     return Lowered(kept, functions, source, left_out, time.perf_counter() - start)
 
 
+def _vmath_digest() -> str:
+    digest = _state.get("vmath")
+    if digest is None:
+        with open(os.path.join(os.path.dirname(__file__), "vmath.py"), "rb") as f:
+            digest = _state["vmath"] = hashlib.sha256(f.read()).hexdigest()[:16]
+    return digest
+
+
 def _compile_eagerly(numba, function, region, metas, program) -> None:
-    """Compile for the region's argument types now (arrays of any layout: 'A'), and allow no
-    other signature, so a typing error shows here, not in the middle of a run."""
+    """Compile for the region's argument types now, and allow no other signature, so a typing
+    error shows here, not in the middle of a run. Arrays are C-contiguous (the executor passes
+    them through ``np.ascontiguousarray``): with strides known LLVM vectorizes the loops."""
     block = program.global_block()
     types = []
     for name in region.inputs:
         meta = metas.get(name) or block.var(name)
         ndim = len(meta.shape)
-        types.append(numba.types.Array(numba.from_dtype(meta.dtype.np), ndim,
-                                       "C" if ndim == 0 else "A", readonly=True))
+        types.append(numba.types.Array(numba.from_dtype(meta.dtype.np), ndim, "C",
+                                       readonly=True))
     function.compile(tuple(types))
     function.disable_compile()

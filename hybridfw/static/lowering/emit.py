@@ -80,8 +80,13 @@ def _mapped(shape, out_shape, idx) -> list:
     return ["0" if s == 1 else idx[offset + k] for k, s in enumerate(shape)]
 
 
+# ufuncs with a vectorizable float32 version in :mod:`.vmath` (the generated module imports it
+# under this name; numba's own calls the C library per element, which stops vectorization)
+VECTOR_FLOAT32 = {"exp": "_hf_exp32", "tanh": "_hf_tanh32", "sigmoid": "_hf_sigmoid32"}
+
+
 class _ElementContext:
-    """What an elementwise rule sees: the compute dtype and its constants."""
+    """What an elementwise rule sees: the compute dtype, its constants and ufunc calls."""
 
     __slots__ = ("dtype",)
 
@@ -90,6 +95,14 @@ class _ElementContext:
 
     def const(self, value) -> str:
         return literal(value, self.dtype)
+
+    def vector(self, name: str, *args) -> str | None:
+        """The call of ``name``'s vectorizable version for this dtype, or None."""
+        fn = VECTOR_FLOAT32.get(name) if self.dtype == "np.float32" else None
+        return None if fn is None else f"{fn}({', '.join(args)})"
+
+    def ufunc(self, name: str, *args) -> str:
+        return self.vector(name, *args) or f"np.{name}({', '.join(args)})"
 
 
 class ArrayContext:
@@ -281,6 +294,8 @@ class RegionEmitter:
             operands = [self.value(a) for a in op.inputs]
             if rule.elementwise:
                 self._elementwise(block, op.outputs[0], opdef, rule, operands, op.attrs)
+            elif getattr(rule, "view", False):
+                self._view(op, opdef, rule, operands)
             else:
                 self._array_op(op, opdef, rule, operands)
 
@@ -346,7 +361,11 @@ class RegionEmitter:
             return False
         if reader.type != "fused_elementwise":
             rule = getattr(get_op(reader.type), "lower", None)
-            if rule is None or not rule.elementwise:
+            if rule is None:
+                return False
+            if getattr(rule, "inlines", False):
+                return True  # it reads each element once, in its own loops
+            if not rule.elementwise:
                 return False
         out = self.meta(reader.outputs[0])
         return tuple(out.shape) == tuple(shape)
@@ -375,6 +394,24 @@ class RegionEmitter:
         if isinstance(result, Deferred) and not self._inline(block, name, result.shape):
             result = self.materialize(result)
         self.values[name] = result
+
+    def _view(self, op, opdef, rule, operands) -> None:
+        """A view: readers index operand 0 through the rule's mapping (no copy)."""
+        base = operands[0]
+        if not isinstance(base, (Array, Deferred)):
+            raise Unsupported(f"{op.type} of a 0-d value or a Python number")
+        shape, _, _ = opdef.infer(*self._metas(operands), **op.attrs)
+        shape = _known(shape, f"{op.type}'s result")
+        mapping = rule(base.shape, shape, *operands[1:], **op.attrs)
+
+        def gen(idx):
+            return self.element(base, base.shape, mapping(idx))
+        if not shape:
+            local = self.temp("s")
+            self.line(f"{local} = {gen([])}")
+            self.values[op.outputs[0]] = Scalar(local, base.dtype)
+        else:
+            self.values[op.outputs[0]] = Deferred(gen, shape, base.dtype)
 
     def _array_op(self, op, opdef, rule, operands) -> None:
         metas = self._metas(operands)

@@ -9,19 +9,23 @@ every operator left out with the reason.
 """
 from __future__ import annotations
 
-from ...ops.registry import TensorMeta
+from ...ops.registry import TensorMeta, get_op
 from .emit import RegionEmitter, Unsupported
 
 __all__ = ["Region", "plan_regions", "region_source"]
 
 _CONTROL = ("while", "cond", "fused_elementwise")
-_LOOPS = ("while", "cond")
 
-# A region without control flow is compiled only when its values are small (at most this many
-# elements): there the interpreter's per-operator cost dominates and one compiled call removes
-# it; on large arrays numpy's vectorized kernels writing into the arena are as fast as numba's
-# loops (on the W4 LSTM, 32 x 128 gates, compiling them made a training step slower).
-MAX_STRAIGHT_ELEMENTS = 1024
+# Outside loops, an array operator (matmul, a reduction) on more elements than this stays an
+# executor call, splitting the region: numpy's kernel for it (BLAS, pairwise summation) is as
+# fast as numba's and a compiled call adds nothing. Elementwise chains, views and concat compile
+# at any size: one vectorized loop with no temporaries beats one numpy pass per op.
+MAX_ARRAY_OP_ELEMENTS = 1024
+
+# An operator reading more arrays than this (a gradient summed over 50 unrolled steps, a concat
+# of 50 pieces) stays an executor call: LLVM does not vectorize a loop over that many pointers
+# (it cannot rule out their overlap at a bearable cost), and compiling it takes seconds.
+MAX_OPERANDS = 8
 
 
 class Region:
@@ -83,6 +87,22 @@ def _boundary(ops, later_reads: set, fetch: set):
 
 def _check(meta, readers, block, op):
     """None when ``op`` lowers on its own, else the reason."""
+    if op.type not in ("while", "cond"):
+        operands = len(set(op.input_names()))
+        if operands > MAX_OPERANDS:
+            return (f"{op.type} reads {operands} arrays (> {MAX_OPERANDS}): a compiled loop "
+                    "over that many is not vectorized and takes seconds to compile")
+    rule = getattr(get_op(op.type), "lower", None) if op.type not in _CONTROL else None
+    if rule is not None and not rule.elementwise and not getattr(rule, "view", False) and \
+            not getattr(rule, "inlines", False):
+        try:
+            largest = max((_numel(meta(n).shape) for n in list(op.input_names()) +
+                           list(op.outputs)), default=0)
+        except Unsupported as exc:
+            return str(exc)
+        if largest > MAX_ARRAY_OP_ELEMENTS:
+            return (f"{op.type} on arrays of up to {largest} elements (> "
+                    f"{MAX_ARRAY_OP_ELEMENTS}): numpy's kernel is as fast")
     inputs, _ = _boundary([op], set(), set())
     try:
         _emit(meta, readers, block, [op], inputs, list(op.outputs))
@@ -114,21 +134,19 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
             left_out.append((i, ops[i], reason))
     fetch = set(fetch_names)
     for start, stop in runs:
+        while stop > start and _is_view(ops[stop - 1]):
+            stop -= 1  # its result would be copied out of the region; interpreted it is a view
+            left_out.append((stop, ops[stop], "a view at the end of a region (the region would "
+                             "return a copy; the executor's view copies nothing)"))
         run_ops = ops[start:stop]
+        if not run_ops:
+            continue
         if len(run_ops) < min_ops and not any(op.type in _CONTROL for op in run_ops):
             left_out += [(i, ops[i], "a single elementwise or array operator (its kernel call "
                           "costs no more than a compiled call)") for i in range(start, stop)]
             continue
         later = {n for op in ops[stop:] for n in op.input_names()}
         inputs, outputs = _boundary(run_ops, later, fetch)
-        if not any(op.type in _LOOPS for op in run_ops):
-            largest = max((_numel(meta(n).shape) for op in run_ops
-                           for n in list(op.input_names()) + list(op.outputs)), default=0)
-            if largest > MAX_STRAIGHT_ELEMENTS:
-                left_out += [(i, ops[i], f"straight-line region on arrays of up to {largest} "
-                              f"elements (> {MAX_STRAIGHT_ELEMENTS}): numpy's kernels are as "
-                              "fast") for i in range(start, stop)]
-                continue
         try:
             body = _emit(meta, readers, block, run_ops, inputs, outputs)
         except Unsupported as exc:
@@ -142,6 +160,10 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
         regions.append(region)
     left_out.sort(key=lambda item: item[0])
     return regions, left_out
+
+
+def _is_view(op) -> bool:
+    return op.type not in _CONTROL and getattr(get_op(op.type).lower, "view", False)
 
 
 def _numel(shape) -> int:

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from ..ir import Program
 from ..verifier import verify as verify_program
-from . import algebraic, constant_folding, cse, dce, fusion, inplace
+from . import algebraic, batch_matmul, constant_folding, cse, dce, fusion, inplace
 from .analysis import resolve_fetch
 from .clone import clone_program
 
@@ -48,6 +48,9 @@ PASSES: tuple = (
          "computations on constants become parameters; leaves the constants it read unread"),
     Pass("dce", dce.run,
          "after every pass that can leave values unread, before the passes that count readers"),
+    Pass("batch_matmul", batch_matmul.run,
+         "after dce (exact reader counts), before fusion turns its sums of products into one "
+         "many-input elementwise group"),
     Pass("fusion", fusion.run,
          "on the final set of operators, where 'only reader' is exact; its op has no gradient"),
     Pass("inplace", inplace.run,
