@@ -19,8 +19,8 @@ def _small():
 
 
 def test_the_passes_and_their_order():
-    assert [p.name for p in PASSES] == ["algebraic", "cse", "constant_folding", "dce", "fusion",
-                                        "inplace"]
+    assert [p.name for p in PASSES] == ["algebraic", "cse", "constant_folding", "dce",
+                                        "slice_gradients", "fusion", "inplace"]
     assert all(p.why for p in PASSES)
 
 
