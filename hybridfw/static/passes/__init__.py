@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from ..ir import Program
 from ..verifier import verify as verify_program
-from . import algebraic, batch_matmul, constant_folding, cse, dce, fusion, inplace
+from . import algebraic, batch_matmul, constant_folding, cse, dce, fusion, inplace, slice_gradients
 from .analysis import resolve_fetch
 from .clone import clone_program
 
@@ -48,6 +48,7 @@ PASSES: tuple = (
          "computations on constants become parameters; leaves the constants it read unread"),
     Pass("dce", dce.run,
          "after every pass that can leave values unread, before the passes that count readers"),
+    Pass("slice_gradients", slice_gradients.run, "before fusion, which would fuse its adds"),
     Pass("batch_matmul", batch_matmul.run,
          "after dce (exact reader counts), before fusion turns its sums of products into one "
          "many-input elementwise group"),

@@ -20,7 +20,7 @@ def _small():
 
 def test_the_passes_and_their_order():
     assert [p.name for p in PASSES] == ["algebraic", "cse", "constant_folding", "dce",
-                                        "batch_matmul", "fusion", "inplace"]
+                                        "slice_gradients", "batch_matmul", "fusion", "inplace"]
     assert all(p.why for p in PASSES)
 
 
