@@ -82,6 +82,7 @@ def tanh32(x):
              + _TANH_P[4]) * z * x + x
     big = _ONE - _TWO / (exp32(_TWO * a) + _ONE)
     big = big if x >= _ZERO else -big
+    small = small if a != _ZERO else x  # -0.0 stays -0.0
     return small if a < _TANH_SMALL else big
 
 

@@ -1,0 +1,113 @@
+"""batch_matmul: a sum of a_k^T @ b_k (a weight's gradient over unrolled steps) becomes one
+concat-concat-matmul; values equal the unrewritten program's and an independent numpy sum."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw.static.passes import batch_matmul, optimize
+
+RNG = np.random.default_rng(3)
+
+
+def _count(program, op_type):
+    return sum(op.type == op_type for op in program.global_block().ops)
+
+
+def _products(k, a_shape=(4, 3), b_shape=(4, 5), dtype="float64"):
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = [hf.static.data(f"a{i}", list(a_shape), dtype) for i in range(k)]
+        b = [hf.static.data(f"b{i}", list(b_shape), dtype) for i in range(k)]
+        y = a[0].T @ b[0]
+        for i in range(1, k):
+            y = y + a[i].T @ b[i]
+    feed = {f"a{i}": RNG.standard_normal(a_shape).astype(dtype) for i in range(k)}
+    feed.update({f"b{i}": RNG.standard_normal(b_shape).astype(dtype) for i in range(k)})
+    expected = sum(feed[f"a{i}"].T @ feed[f"b{i}"] for i in range(k))
+    return prog, y, feed, expected
+
+
+def _run(prog, fetch, feed):
+    return hf.static.Executor().run(prog, feed=feed, fetch_list=fetch, return_numpy=True)
+
+
+@pytest.mark.parametrize("k", [3, 7])
+def test_sum_of_transposed_products_becomes_one_matmul(k):
+    prog, y, feed, expected = _products(k)
+    out = batch_matmul.run(prog, fetch=[y])
+    assert _count(out, "matmul") == 1 and _count(out, "concat") == 2
+    assert _count(out, "add") == 0 and _count(prog, "matmul") == k  # the input is untouched
+    (got,) = _run(out, [y.name], feed)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    (unrewritten,) = _run(prog, [y.name], feed)
+    np.testing.assert_allclose(got, unrewritten, rtol=1e-12)
+
+
+def test_two_terms_and_fetched_inner_sums_are_left_alone():
+    prog, y, feed, _ = _products(2)
+    assert _count(batch_matmul.run(prog, fetch=[y]), "matmul") == 2  # below MIN_TERMS
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = [hf.static.data(f"a{i}", [4, 3], "float64") for i in range(4)]
+        b = [hf.static.data(f"b{i}", [4, 5], "float64") for i in range(4)]
+        inner = a[0].T @ b[0] + a[1].T @ b[1] + a[2].T @ b[2]
+        y = inner + a[3].T @ b[3]
+    out = batch_matmul.run(prog, fetch=[y, inner])  # inner is fetched: not erasable
+    assert _count(out, "add") >= 1 and _count(out, "matmul") >= 2
+    (got_y, got_inner) = _run(out, [y.name, inner.name],
+                              {**{f"a{i}": np.ones((4, 3)) for i in range(4)},
+                               **{f"b{i}": np.ones((4, 5)) for i in range(4)}})
+    np.testing.assert_allclose(got_y, np.full((3, 5), 16.0))
+    np.testing.assert_allclose(got_inner, np.full((3, 5), 12.0))
+
+
+def test_mismatched_shapes_or_a_plain_product_are_left_alone():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = [hf.static.data(f"a{i}", [4 + (i == 2), 3], "float64") for i in range(3)]
+        b = [hf.static.data(f"b{i}", [4 + (i == 2), 5], "float64") for i in range(3)]
+        y = a[0].T @ b[0] + a[1].T @ b[1] + a[2].T @ b[2]   # a_2 has 5 rows
+        c = hf.static.data("c", [3, 4], "float64")
+        z = c @ b[0] + a[0].T @ b[0] + a[1].T @ b[1]        # one term is not a^T b
+    out = batch_matmul.run(prog, fetch=[y, z])
+    assert _count(out, "concat") == 0 and _count(out, "matmul") == 6
+
+
+def test_unrolled_rnn_weight_gradient_through_to_static():
+    """A tanh RNN over 6 steps: the recurrent weight's gradient is batched, equal to the
+    program optimized without the pass and to eager autograd."""
+    x = hf.tensor(RNG.standard_normal((6, 4, 3)).astype(np.float32))
+    w0 = RNG.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
+    u0 = RNG.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
+
+    def rnn(x, w, u):
+        h = (x[0] @ w).tanh()
+        for t in range(1, 6):
+            h = (x[t] @ w + h @ u).tanh()
+        return h
+
+    static = hf.jit.to_static(rnn)
+    grads = []
+    for fn in (rnn, static):
+        w = hf.tensor(w0, requires_grad=True)
+        u = hf.tensor(u0, requires_grad=True)
+        fn(x, w, u).sum().backward()
+        grads.append((w.grad.numpy(), u.grad.numpy()))
+    for eager, compiled in zip(*grads):
+        np.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)
+    # the backward: one product per step for dh (5), one batched product per weight (2), not
+    # one per step and weight (5 + 6 + 5)
+    backward = static.get_concrete_program(x, w, u).backward_program
+    assert _count(backward, "matmul") == 7, backward
+    assert _count(backward, "concat") == 4
+
+
+def test_pass_in_the_pipeline_and_disable():
+    prog, y, feed, expected = _products(4, dtype="float32")
+    on = optimize(prog, fetch=[y])
+    off = optimize(prog, fetch=[y], disable=("batch_matmul",))
+    assert _count(on, "matmul") == 1 and _count(off, "matmul") == 4
+    (a,) = _run(on, [y.name], feed)
+    (b,) = _run(off, [y.name], feed)
+    np.testing.assert_allclose(a, b, rtol=1e-5)
+    np.testing.assert_allclose(a, expected, rtol=1e-5)
