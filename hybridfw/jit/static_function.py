@@ -460,6 +460,11 @@ class StaticFunction:
             return spec.name
         return f"input_{i}"
 
+    def finish_tiering(self, timeout: float | None = None) -> bool:
+        """Wait for the regions ``backend='auto'`` compiles in the background (see
+        ``Executor(tier_background=)``); True when none is left compiling."""
+        return all([entry.executor.finish_tiering(timeout) for entry in self._cache.values()])
+
     def compile_report(self) -> str:
         """Which regions of the last call's programs run compiled, and which operators stay
         interpreted and why (see ``backend``)."""
@@ -481,7 +486,8 @@ class StaticFunction:
                 reason = unavailable_reason()
                 text = f"interpreted ({reason})" if reason else \
                     f"interpreted so far (backend={self.backend!r}: regions compile after " \
-                    f"{entry.executor.tier_after} runs)"
+                    f"{entry.executor.tier_after} runs" + \
+                    (", in the background)" if entry.executor.tier_background else ")")
             parts.append(f"{label} program: {text}")
         return "\n".join(parts)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import numpy as np
 
@@ -362,6 +363,11 @@ class Executor:
             remade with compiled regions once it has run ``tier_after`` times). Without numba,
             both run interpreted. ``compile(...).lowering`` holds the regions and the report.
         tier_after: runs before ``'auto'`` compiles (default ``$HYBRIDFW_TIER_AFTER`` or 20).
+        tier_background: ``'auto'`` compiles in a background thread while the interpreted plan
+            keeps running, and switches to the compiled plan once it is ready (True, the
+            default unless ``$HYBRIDFW_TIER_BACKGROUND=0``: no call waits seconds for numba);
+            False compiles within the run that reaches ``tier_after``.
+            :meth:`finish_tiering` waits for the compilations in flight.
 
     Example::
 
@@ -379,7 +385,8 @@ class Executor:
 
     def __init__(self, place=None, *, debug_poison: bool | None = None,
                  copy_into_arena: bool = True, max_plans: int = 32,
-                 backend: str = "interpreted", tier_after: int | None = None):
+                 backend: str = "interpreted", tier_after: int | None = None,
+                 tier_background: bool | None = None):
         self.device = as_device(place) if place is not None else None
         if debug_poison is None:
             debug_poison = os.environ.get(POISON_ENV_VAR, "").lower() in ("1", "true", "yes")
@@ -389,6 +396,19 @@ class Executor:
         self._cache: dict = {}
         self.backend = check_backend(backend)
         self.tier_after = tier_after_default() if tier_after is None else max(0, int(tier_after))
+        if tier_background is None:
+            tier_background = os.environ.get(TIER_BACKGROUND_ENV_VAR, "1").strip().lower() \
+                not in ("0", "false", "no", "off")
+        self.tier_background = bool(tier_background)
+        self._tiering: list = []  # background compilations in flight (threads)
+
+    def finish_tiering(self, timeout: float | None = None) -> bool:
+        """Wait for the background compilations of ``backend='auto'`` (each at most
+        ``timeout`` seconds); True when none is left running."""
+        for thread in list(self._tiering):
+            thread.join(timeout)
+        self._tiering = [t for t in self._tiering if t.is_alive()]
+        return not self._tiering
 
     def clear_cache(self) -> None:
         """Forget every compiled plan (needed only after editing a program in place)."""
@@ -461,9 +481,27 @@ class Executor:
             compiled.runs += 1
             if compiled.runs >= self.tier_after:  # tiering: hot enough to compile its regions
                 feed_shapes = {n: a.shape for n, a in zip(program.feeds, arrays)}
-                compiled = self._compile(program, feed_shapes, fetch_names, xp, True, compiled)
-                self._cache[key] = compiled
+                compiled = self._tier_up(key, program, feed_shapes, fetch_names, xp, compiled)
         return compiled, arrays
+
+    def _tier_up(self, key, program, feed_shapes, fetch_names, xp, interpreted):
+        """The plan with compiled regions replacing ``interpreted`` under ``key``: made now, or
+        (``tier_background``) by a thread while ``interpreted`` keeps running; either way
+        tried once."""
+        interpreted.runs = -1
+        if not self.tier_background or not lowering_available():
+            compiled = self._compile(program, feed_shapes, fetch_names, xp, True, interpreted)
+            self._cache[key] = compiled
+            return compiled
+
+        def work():
+            compiled = self._compile(program, feed_shapes, fetch_names, xp, True, interpreted)
+            if self._cache.get(key) is interpreted:  # not dropped or replaced meanwhile
+                self._cache[key] = compiled
+        thread = threading.Thread(target=work, name="hybridfw-tiering", daemon=True)
+        self._tiering = [t for t in self._tiering if t.is_alive()] + [thread]
+        thread.start()
+        return interpreted
 
     def _compile(self, program, feed_shapes, fetch_names, xp, lower: bool, interpreted=None):
         """A plan, with compiled regions when ``lower`` and possible; ``interpreted`` (the plan
@@ -521,6 +559,7 @@ class Executor:
 
 BACKENDS = ("interpreted", "compiled", "auto")
 TIER_ENV_VAR = "HYBRIDFW_TIER_AFTER"
+TIER_BACKGROUND_ENV_VAR = "HYBRIDFW_TIER_BACKGROUND"
 DEFAULT_TIER_AFTER = 20
 _lowering_logger = logging.getLogger("hybridfw.lowering")
 

@@ -53,7 +53,7 @@ def test_mixed_program_compiles_around_the_unlowerable_op(need_numba):
 def test_tiering_compiles_after_k_runs(need_numba):
     prog, y = _mixed_program()
     x = np.ones((4, 8), np.float32)
-    exe = Executor(backend="auto", tier_after=3)
+    exe = Executor(backend="auto", tier_after=3, tier_background=False)
     results = []
     for _ in range(5):
         results.append(exe.run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0])
@@ -76,8 +76,54 @@ def test_to_static_auto_keeps_the_first_call_interpreted(need_numba):
     assert "interpreted so far" in f.compile_report()
     for _ in range(3):
         np.testing.assert_allclose(f(x).numpy(), first, rtol=1e-6)
+    assert f.finish_tiering(timeout=120)  # compiled in the background meanwhile
+    np.testing.assert_allclose(f(x).numpy(), first, rtol=1e-6)
     assert "1 compiled region(s)" in f.compile_report()
     np.testing.assert_array_equal(first, [31.0] * 4)  # 1 -> 3 -> 7 -> 15 -> 31 (sum 124)
+
+
+def test_background_tiering_never_blocks_a_run(need_numba, monkeypatch):
+    """The run reaching tier_after returns on the interpreted plan while a thread compiles
+    (made slow here); later runs switch to the compiled plan once it is ready."""
+    import threading
+
+    from hybridfw.static import executor as executor_module
+    prog, y = _mixed_program()
+    x = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
+    release = threading.Event()
+    real = executor_module._compile_program
+
+    def slow(*args, **kwargs):
+        if kwargs.get("lower"):
+            assert release.wait(60)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(executor_module, "_compile_program", slow)
+    exe = Executor(backend="auto", tier_after=2, tier_background=True)
+    results = [exe.run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0]
+               for _ in range(4)]  # the 3rd run starts the compile; none waits for it
+    plan = exe.compile(prog, feed={"x": x}, fetch_list=[y])
+    assert plan.lowering is None and not exe.finish_tiering(timeout=0.01)
+    release.set()
+    assert exe.finish_tiering(timeout=60)
+    results.append(exe.run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0])
+    lowering = exe.compile(prog, feed={"x": x}, fetch_list=[y]).lowering
+    assert lowering.regions, lowering.report()
+    for value in results[1:]:
+        np.testing.assert_allclose(value, results[0], rtol=1e-6)
+
+
+def test_a_second_program_with_the_same_regions_reuses_them(need_numba):
+    """Same generated module, same numba dispatcher: compiled once, used by both (it used to
+    fail with 'compilation disabled' and run interpreted)."""
+    x = np.random.default_rng(4).standard_normal((4, 8)).astype(np.float32)
+    values = []
+    for _ in range(2):
+        prog, y = _mixed_program()
+        exe = Executor(backend="compiled")
+        values.append(exe.run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0])
+        lowering = exe.compile(prog, feed={"x": x}, fetch_list=[y]).lowering
+        assert len(lowering.regions) == 2, lowering.report()
+    np.testing.assert_array_equal(values[0], values[1])
 
 
 def test_backend_is_validated():

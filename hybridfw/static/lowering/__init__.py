@@ -179,5 +179,8 @@ def _compile_eagerly(numba, function, region, metas, program) -> None:
         ndim = len(meta.shape)
         types.append(numba.types.Array(numba.from_dtype(meta.dtype.np), ndim, "C",
                                        readonly=True))
-    function.compile(tuple(types))
+    signature = tuple(types)
+    if signature in function.overloads:  # an identical region, compiled before in this process
+        return
+    function.compile(signature)
     function.disable_compile()
