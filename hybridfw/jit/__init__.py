@@ -48,7 +48,9 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
     ``backend``: ``'interpreted'`` (the executor's plans only), ``'compiled'`` (the programs'
     lowerable regions compile with numba at the first call) or ``'auto'`` (they compile once a
     plan has run ``tier_after`` times, default ``$HYBRIDFW_TIER_AFTER`` or 20, so the first calls
-    stay fast); without numba both run interpreted. See :mod:`hybridfw.static.lowering` and
+    stay fast; numba works in a background thread meanwhile, unless
+    ``$HYBRIDFW_TIER_BACKGROUND=0``, and ``StaticFunction.finish_tiering()`` waits for it);
+    without numba both run interpreted. See :mod:`hybridfw.static.lowering` and
     ``StaticFunction.compile_report()``.
     """
     from ..static.executor import check_backend
