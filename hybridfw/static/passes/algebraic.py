@@ -29,7 +29,7 @@ from __future__ import annotations
 from ...ops.registry import TensorMeta, get_op
 from ..ir import Block, Program
 from .analysis import readers, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import erase_ops, replace_uses
 
 __all__ = ["run"]
@@ -41,7 +41,7 @@ _IDENTITIES = {"mul": ((0, 1), 1), "add": ((0, 1), 0), "sub": ((1,), 0), "div": 
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` with algebraic identities removed."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     mapping: dict = {}
     bypassed: list = []
     for block in program.blocks:  # enclosing blocks come before the blocks they hold

@@ -1,18 +1,28 @@
-"""Copying programs, so that passes never mutate the program they are given."""
+"""Copying programs, so that passes never mutate the program they are given.
+
+A pass starts with ``program = working_copy(program)``: a clone, except inside
+:func:`~hybridfw.static.passes.optimize`, whose passes share one private copy (nobody else holds
+it), so that each pass does not clone the whole program again.
+"""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import itertools
 import re
 
 from ..ir import Block, Operator, Program, Variable
 
-__all__ = ["clone_program"]
+__all__ = ["clone_program", "working_copy", "private_copy"]
 
 # attributes of Program that clone_program rebuilds itself; any other (an annotation another
 # module set, such as ``inplace``) is copied one level deep
 _REBUILT = {"blocks", "params", "feeds", "device", "_counter", "_captured", "_current"}
 _NUMBERED = re.compile(r"(\d+)$")
+
+# the program that the running optimize() owns alone (its passes may rewrite it in place)
+_PRIVATE: contextvars.ContextVar = contextvars.ContextVar("private_program", default=None)
 
 
 def clone_program(program: Program) -> Program:
@@ -58,6 +68,28 @@ def clone_program(program: Program) -> Program:
         if key not in _REBUILT:
             setattr(new, key, copy.copy(value))
     return new
+
+
+def working_copy(program: Program) -> Program:
+    """A program the calling pass may rewrite: ``program`` itself when it is the private copy of
+    the running :func:`private_copy` block, else :func:`clone_program` of it. Either way, fresh
+    names continue after the largest numbered name in use, as after a clone."""
+    if program is not _PRIVATE.get():
+        return clone_program(program)
+    program._counter = itertools.count(_next_number(program))
+    return program
+
+
+@contextlib.contextmanager
+def private_copy(program: Program):
+    """Within the block, :func:`working_copy` hands out ``program`` itself rather than a clone
+    (the caller promises nobody else holds it); ``set`` (yielded) makes another program the
+    private one, such as the copy a pass returned."""
+    token = _PRIVATE.set(program)
+    try:
+        yield _PRIVATE.set
+    finally:
+        _PRIVATE.reset(token)
 
 
 def _map_blocks(value, mapping):

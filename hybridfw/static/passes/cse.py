@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..ir import Block, Operator, Program
 from .analysis import assigned_state, is_pure, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import add_capture, erase_ops, holders, replace_uses
 
 __all__ = ["run", "expression_key"]
@@ -42,7 +42,7 @@ COMMUTATIVE = frozenset({"add", "mul", "eq", "ne", "bitwise_and", "bitwise_or", 
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` in which each pure computation happens once."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     mapping: dict = {}
     _merge_block(program, program.global_block(), {}, mapping, protected | assigned_state(program),
                  holders(program))

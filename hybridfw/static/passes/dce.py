@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..ir import Block, Program
 from .analysis import attr_names, has_side_effects, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import drop_unreachable_blocks, drop_unused_constants, erase_ops
 
 __all__ = ["run"]
@@ -37,7 +37,7 @@ __all__ = ["run"]
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` without the operators no fetch target or side effect needs."""
     fetch = resolve_fetch(program, fetch)
-    program = clone_program(program)
+    program = working_copy(program)
     names = {name for block in program.blocks for name in block.vars}
     _sweep(program.global_block(), set(fetch), names)
     drop_unreachable_blocks(program)

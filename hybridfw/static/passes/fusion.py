@@ -35,7 +35,7 @@ from __future__ import annotations
 from ..fused import FUSIBLE_OPS
 from ..ir import Block, Operator, Program
 from .analysis import assigned_state, readers, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import erase_ops
 
 __all__ = ["MIN_ELEMENTS", "run"]
@@ -46,7 +46,7 @@ MIN_ELEMENTS = 256
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` with its elementwise groups fused."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     read = readers(program)
     assigned = assigned_state(program)
     for block in program.blocks:
