@@ -13,8 +13,10 @@ The source stays readable for debugging (``Executor().compile(...).source``)::
         return (t3,)
 
 Names starting with ``_`` are constants bound in the function's namespace: kernels (``_sum``),
-ufuncs called directly (``_multiply``), arena views (``_buf_t1``), dtypes and Python scalars
-pre-converted to 0-d arrays (``_c0``).
+ufuncs called directly (``_multiply``), arena views (``_buf_t1``), dtypes, Python scalars
+pre-converted to 0-d arrays (``_c0``) and nested-tuple attributes (``spec=_spec_4``,
+``ops=_ops_7``), bound once per distinct value: written inline, Python's compiler spends about
+as long on them as on all the rest of a plan's source.
 
 Each line may say which operator it runs; the namespace (the generated function's globals)
 keeps that table under :data:`LINE_OPERATORS`, so an error can be traced from a traceback's
@@ -79,6 +81,7 @@ class FunctionSource:
         self.line_operators: list = []  # per line: what ``line(..., operator=)`` said, or None
         self.namespace: dict = {"_xp": xp}
         self._ids: dict = {}
+        self._literals: dict = {}  # repr of a nested-tuple literal -> its namespace name
         self._taken: set = set()
         self._counter = itertools.count()
 
@@ -107,6 +110,18 @@ class FunctionSource:
         if existing is not self:
             name = f"{name}_{next(self._counter)}"
         self.namespace[name] = value
+        return name
+
+    def literal(self, value, hint: str) -> str:
+        """Source text for an attribute ``value`` that :func:`_is_literal` accepts: its ``repr``,
+        or for a tuple holding tuples the name (from ``hint``) it is bound under, once per
+        distinct ``repr`` (exact for literals: ``1``, ``1.0`` and ``True`` differ)."""
+        text = repr(value)
+        if value.__class__ is not tuple or not any(v.__class__ is tuple for v in value):
+            return text
+        name = self._literals.get(text)
+        if name is None:
+            name = self._literals[text] = self.const(value, hint)
         return name
 
     def numbered_const(self, value) -> str:
@@ -210,7 +225,7 @@ class OpCall:
                 parts.append(fs.numbered_const(arg))
         for key, value in op.attrs.items():
             if _is_literal(value):
-                text = repr(value)
+                text = fs.literal(value, key)
             else:
                 hint = f"hf_{value.name}" if isinstance(value, DType) else f"{op.type}_{key}"
                 text = fs.const(value, hint)
