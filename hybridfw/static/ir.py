@@ -107,7 +107,8 @@ class Variable(TensorMethods):
 class Operator:
     """One operator: ``outputs = type(inputs, **attrs)`` (plus sub-blocks for control flow)."""
 
-    __slots__ = ("type", "inputs", "outputs", "attrs", "blocks", "origin")
+    __slots__ = ("type", "inputs", "outputs", "attrs", "blocks", "origin", "_names_of",
+                 "_names")
 
     def __init__(self, type_: str, inputs, outputs, attrs=None, blocks=(), origin=None):
         self.type = type_
@@ -116,9 +117,18 @@ class Operator:
         self.attrs = dict(attrs or {})
         self.blocks = tuple(blocks)
         self.origin = origin
+        self._names_of = None  # the ``inputs`` tuple that ``_names`` was computed from
 
-    def input_names(self):
-        return [i for i in self.inputs if isinstance(i, str)]
+    def input_names(self) -> tuple:
+        """The inputs that are variable names (not Python numbers), in order. Passes ask for
+        them over and over, so they are kept until ``inputs`` is assigned another tuple."""
+        inputs = self.inputs
+        if inputs is self._names_of:
+            return self._names
+        names = tuple([i for i in inputs if isinstance(i, str)])
+        if inputs.__class__ is tuple:  # a list could change in place: never cached
+            self._names_of, self._names = inputs, names
+        return names
 
     def __repr__(self) -> str:
         return f"Operator({self.type}: {self.inputs} -> {self.outputs})"

@@ -48,7 +48,9 @@ def run(program: Program, fetch=None) -> Program:
         producers: dict = {}
         removed = []
         for op in block.ops:
-            op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
+            if mapping and not mapping.keys().isdisjoint(op.input_names()):
+                op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i
+                                  for i in op.inputs)
             source = _simplify(block, op, producers, bypassed)
             if source is not None and op.outputs[0] not in protected:
                 mapping[op.outputs[0]] = source

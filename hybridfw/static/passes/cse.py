@@ -59,7 +59,8 @@ def _merge_block(program, block: Block, available: dict, mapping: dict, fixed: s
     available = dict(available)
     removed = []
     for op in block.ops:
-        op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
+        if mapping and not mapping.keys().isdisjoint(op.input_names()):
+            op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
         for sub in op.blocks:
             _merge_block(program, sub, available, mapping, fixed, holder_map)
         key = expression_key(block, op)

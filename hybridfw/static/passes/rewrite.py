@@ -16,7 +16,8 @@ def replace_uses(program: Program, mapping: dict) -> None:
     if not mapping:
         return
     for _, op in walk_ops(program.global_block()):
-        op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
+        if not mapping.keys().isdisjoint(op.input_names()):
+            op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
         if not is_registry_op(op.type):
             op.attrs = {k: _rename(v, mapping) for k, v in op.attrs.items()}
     inplace = getattr(program, "inplace", None)
