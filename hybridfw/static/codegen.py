@@ -25,6 +25,7 @@ nothing fails.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import keyword
 import linecache
@@ -62,6 +63,7 @@ def _is_literal(value) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=4096)
 def _identifier(text: str) -> str:
     """A Python identifier made from ``text`` (invalid characters become ``_``)."""
     ident = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)
@@ -82,6 +84,7 @@ class FunctionSource:
         self.namespace: dict = {"_xp": xp}
         self._ids: dict = {}
         self._literals: dict = {}  # repr of a nested-tuple literal -> its namespace name
+        self._exact: dict = {}     # what decides _out_is_exact -> its answer
         self._taken: set = set()
         self._counter = itertools.count()
 
@@ -240,11 +243,35 @@ class OpCall:
             parts.insert(0, "_xp")
         self._parts = parts
         self.accepts_out = opdef.supports_out and op.type not in OUT_UPDATES_INPUT0 and \
-            _out_is_exact(xp, kernel, op, metas, cdtype, dtype)
+            _cached_out_is_exact(fs, kernel, op, metas, cdtype, dtype)
 
     def expr(self, out: str | None = None) -> str:
         parts = self._parts + [f"out={out}"] if out else self._parts
         return f"{self._function}({', '.join(parts)})"
+
+
+def _cached_out_is_exact(fs: FunctionSource, kernel, op, metas, cdtype, dtype) -> bool:
+    """:func:`_out_is_exact`, asked once per function for each combination of what decides it
+    (kernel, dtypes, operand ranks and dtypes, Python operands and attributes); operators whose
+    operands or attributes have no exact key are tried each."""
+    parts = [(len(meta.shape), meta.dtype.name) if isinstance(operand, str) else
+             _exact_key(operand) for operand, meta in zip(op.inputs, metas)]
+    parts += [_exact_key(value) for value in op.attrs.values()]
+    if any(part is None for part in parts):
+        return _out_is_exact(fs.xp, kernel, op, metas, cdtype, dtype)
+    key = (kernel, cdtype and cdtype.name, dtype.name, tuple(op.attrs), *parts)
+    answer = fs._exact.get(key)
+    if answer is None:
+        answer = fs._exact[key] = _out_is_exact(fs.xp, kernel, op, metas, cdtype, dtype)
+    return answer
+
+
+def _exact_key(value):
+    """A key equal only for values that are the same to a kernel (``1``, ``1.0`` and ``True``
+    differ), or None."""
+    if value.__class__ is DType:
+        return ("dtype", value.name)
+    return ("literal", repr(value)) if _is_literal(value) else None
 
 
 def _out_is_exact(xp, kernel, op, metas, cdtype, dtype) -> bool:
