@@ -220,26 +220,30 @@ def _place(buffers) -> int:
     live at once, and a Python loop over every overlapping pair dominates planning time.
     """
     order = [b for b in sorted(buffers, key=lambda b: (-b.size, b.start, b.end)) if b.size]
-    starts, ends, lows, highs = (np.empty(len(order), np.int64) for _ in range(4))
+    count = len(order)
+    starts = np.fromiter([b.start for b in order], np.int64, count)
+    ends = np.fromiter([b.end for b in order], np.int64, count)
+    lows, highs = np.empty(count, np.int64), np.empty(count, np.int64)
     arena = 0
-    for count, buf in enumerate(order):
-        mask = (starts[:count] <= buf.end) & (ends[:count] >= buf.start)
+    for placed, buf in enumerate(order):
+        size = buf.size
+        busy = ((starts[:placed] <= buf.end) & (ends[:placed] >= buf.start)).nonzero()[0]
         offset = 0
-        if mask.any():
-            lo, hi = lows[:count][mask], highs[:count][mask]
-            by_offset = np.argsort(lo, kind="stable")
-            lo, top = lo[by_offset], np.maximum.accumulate(hi[by_offset])
-            below = np.concatenate(([0], top[:-1]))  # highest end under each busy range
-            gaps = lo - below
-            fits = np.flatnonzero(gaps >= buf.size)
+        if busy.size:
+            by_offset = lows[busy].argsort(kind="stable")
+            lo = lows[busy[by_offset]]
+            top = np.maximum.accumulate(highs[busy[by_offset]])
+            gaps = lo.copy()           # gap under each busy range: its low minus the highest
+            gaps[1:] -= top[:-1]       # end below it (0 under the first)
+            fits = (gaps >= size).nonzero()[0]
             if fits.size:
-                offset = int(below[fits[np.argmin(gaps[fits])]])
+                k = fits[gaps[fits].argmin()]
+                offset = int(top[k - 1]) if k else 0
             else:
                 offset = int(top[-1])
         buf.offset = offset
-        starts[count], ends[count] = buf.start, buf.end
-        lows[count], highs[count] = offset, offset + buf.size
-        arena = max(arena, offset + buf.size)
+        lows[placed], highs[placed] = offset, offset + size
+        arena = max(arena, offset + size)
     return arena
 
 
