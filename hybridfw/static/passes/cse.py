@@ -83,14 +83,38 @@ def expression_key(block: Block, op: Operator) -> tuple | None:
     if len(op.outputs) != 1 or op.blocks or not is_pure(block, op):
         return None
     try:
-        operands = tuple(_freeze(i) if not isinstance(i, str) else ("var", i) for i in op.inputs)
-        attrs = tuple(sorted((k, _freeze(v)) for k, v in op.attrs.items()))
+        # names stay strings; numbers become tuples (_freeze or ("repr", ...)): never equal
+        operands = tuple(i if isinstance(i, str) else _operand_key(i) for i in op.inputs)
+        items = sorted(op.attrs.items())  # by name (names are unique)
+        attrs = ("repr", repr(items)) if all(_plain(v) for _, v in items) else \
+            tuple((k, _freeze(v)) for k, v in items)
         key = (op.type, tuple(sorted(operands, key=repr)) if op.type in COMMUTATIVE
                else operands, attrs)
         hash(key)
     except TypeError:
         return None
     return key
+
+
+_PLAIN_SCALARS = frozenset({int, float, bool, str, type(None)})
+
+
+def _plain(value) -> bool:
+    """Whether ``value`` is made of exactly None, bool, int, float and str in tuples and lists:
+    then its ``repr`` tells apart exactly what :func:`_freeze` does, at a fraction of the cost."""
+    cls = value.__class__
+    if cls in _PLAIN_SCALARS:
+        return True
+    if cls is tuple or cls is list:
+        for v in value:
+            if not _plain(v):
+                return False
+        return True
+    return False
+
+
+def _operand_key(value):
+    return ("repr", repr(value)) if _plain(value) else _freeze(value)
 
 
 def _freeze(value):
