@@ -64,6 +64,8 @@ def run(program: Program, fetch=None) -> Program:
         value = _evaluate(block, op, {**constants, **folded}, xp)
         if value is not None:
             folded[op.outputs[0]] = value
+    if not folded:
+        return program
     erase_ops(block, [op for op in block.ops if any(name in folded for name in op.outputs)])
     still_read = readers(program)
     for name, value in folded.items():

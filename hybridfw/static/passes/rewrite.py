@@ -71,11 +71,13 @@ def drop_unused_constants(program: Program, keep=()) -> None:
     """Forget the parameters that are constants (``requires_grad`` False), that no operator
     reads and that are not in ``keep`` (fetch targets); trainable parameters always stay
     (optimizers and gradients refer to them by name)."""
+    candidates = [n for n, t in program.params.items()
+                  if not getattr(t, "requires_grad", False) and n not in keep]
+    if not candidates:
+        return
     still_read = readers(program)
     block = program.global_block()
-    for name in [n for n, t in program.params.items()
-                 if not getattr(t, "requires_grad", False) and n not in still_read
-                 and n not in keep]:
+    for name in [n for n in candidates if n not in still_read]:
         tensor = program.params.pop(name)
         program._captured.pop(id(tensor), None)
         del block.vars[name]
