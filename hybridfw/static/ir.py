@@ -41,6 +41,14 @@ class Variable(TensorMethods):
         self.dtype: DType = as_dtype(dtype)
         self.persistable = persistable
 
+    def _copy(self, block: "Block") -> "Variable":
+        """The same variable in ``block`` (of a program copy), its fields taken as they are
+        (already normalized by the constructor)."""
+        var = object.__new__(Variable)
+        var.block, var.name, var.shape, var.dtype, var.persistable = \
+            block, self.name, self.shape, self.dtype, self.persistable
+        return var
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
@@ -117,7 +125,18 @@ class Operator:
         self.attrs = dict(attrs or {})
         self.blocks = tuple(blocks)
         self.origin = origin
-        self._names_of = None  # the ``inputs`` tuple that ``_names`` was computed from
+        self._names_of = self._names = None  # the ``inputs`` tuple ``_names`` comes from
+
+    def _copy(self, attrs: dict, blocks: tuple = ()) -> "Operator":
+        """A copy with new ``attrs`` and ``blocks`` (for a program copy): what the constructor
+        would make of the same fields, keeping the input names already found."""
+        op = object.__new__(Operator)
+        inputs, outputs = self.inputs, self.outputs
+        op.type, op.attrs, op.blocks, op.origin = self.type, attrs, blocks, self.origin
+        op.inputs = inputs if inputs.__class__ is tuple else tuple(inputs)
+        op.outputs = outputs if outputs.__class__ is tuple else tuple(outputs)
+        op._names_of, op._names = self._names_of, self._names
+        return op
 
     def input_names(self) -> tuple:
         """The inputs that are variable names (not Python numbers), in order. Passes ask for

@@ -18,3 +18,14 @@ def test_input_names_of_a_list_are_never_cached():
     assert op.input_names() == ("a",)
     op.inputs[1] = "b"
     assert op.input_names() == ("a", "b")
+
+
+def test_a_copied_operator_gets_its_own_attributes_and_tuples():
+    op = Operator("add", ["x", 1.0], ["y"], {"k": 1})
+    op.input_names()
+    op.inputs = ["a", "b"]                              # a list, as a careless edit may leave
+    copy = op._copy(dict(op.attrs))
+    assert copy.inputs == ("a", "b") and copy.outputs == ("y",)
+    assert copy.input_names() == ("a", "b")
+    copy.attrs["k"] = 2
+    assert op.attrs == {"k": 1}

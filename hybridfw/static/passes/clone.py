@@ -12,7 +12,7 @@ import copy
 import itertools
 import re
 
-from ..ir import Block, Operator, Program, Variable
+from ..ir import Block, Program
 
 __all__ = ["clone_program", "working_copy", "private_copy"]
 
@@ -25,13 +25,15 @@ _NUMBERED = re.compile(r"(\d+)\0")  # the number ending a name, in NUL-terminate
 _PRIVATE: contextvars.ContextVar = contextvars.ContextVar("private_program", default=None)
 
 
-def clone_program(program: Program) -> Program:
+def clone_program(program: Program, keep=None) -> Program:
     """A copy of ``program`` that passes may rewrite freely.
 
     Blocks, variables and operators are new objects (operator attributes are copied one level,
     with references to blocks mapped to the copies); parameter values (eager tensors) are shared,
     since passes never write them. Fresh names from ``unique_name`` continue after the largest
-    numbered name in use.
+    numbered name in use. ``keep`` (a set of indices into the global block's operators) copies
+    only those operators and leaves out the variables the others define, as
+    :func:`~.rewrite.erase_ops` would erase them from a full copy.
 
     Example::
 
@@ -49,16 +51,18 @@ def clone_program(program: Program) -> Program:
     for old, block in zip(program.blocks, new.blocks):
         if old.parent is not None:
             block.parent = mapping[id(old.parent)]
-        for name, var in old.vars.items():
-            block.vars[name] = Variable(block, var.name, var.shape, var.dtype, var.persistable)
+        ops, variables = old.ops, old.vars
+        if keep is not None and old is program.blocks[0]:
+            left_out = {name for i, op in enumerate(ops) if i not in keep for name in op.outputs}
+            ops = [op for i, op in enumerate(ops) if i in keep]
+            variables = {n: v for n, v in variables.items() if n not in left_out}
+        block.vars = {name: var._copy(block) for name, var in variables.items()}
         if len(program.blocks) == 1:   # no attribute can refer to a block: copy them as they are
-            block.ops = [Operator(op.type, op.inputs, op.outputs, op.attrs, (), op.origin)
-                         for op in old.ops]
+            block.ops = [op._copy(dict(op.attrs)) for op in ops]
         else:
-            block.ops = [Operator(op.type, op.inputs, op.outputs,
-                                  {k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
-                                  [mapping[id(b)] for b in op.blocks], op.origin)
-                         for op in old.ops]
+            block.ops = [op._copy({k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
+                                  tuple([mapping[id(b)] for b in op.blocks]))
+                         for op in ops]
     new.params = dict(program.params)
     new.feeds = list(program.feeds)
     new._captured = dict(program._captured)
