@@ -52,14 +52,21 @@ OUT_UPDATES_INPUT0 = frozenset({"index_put"})
 _sources = itertools.count()
 
 
+_LITERAL_CLASSES = frozenset({type(None), bool, int, str})
+
+
 def _is_literal(value) -> bool:
     """Whether ``repr(value)`` is Python source evaluating to an equal value of the same type."""
-    if value is None or value.__class__ in (bool, int, str):
+    cls = value.__class__
+    if cls in _LITERAL_CLASSES:
         return True
-    if value.__class__ is float:
+    if cls is float:
         return math.isfinite(value)
-    if value.__class__ is tuple:
-        return all(_is_literal(v) for v in value)
+    if cls is tuple:
+        for v in value:  # a loop, not all(): attribute tuples nest deep (fused op lists)
+            if not _is_literal(v):
+                return False
+        return True
     return False
 
 
