@@ -305,7 +305,7 @@ def runtime_helpers(xp, arena) -> dict:
     """Functions generated code calls: ``_fix`` (a fresh kernel result as an array of the given
     dtype that does not alias the arena), ``_as_array`` (numpy scalars from indexing become 0-d
     arrays), ``_own`` (a value a control-flow step left in ``env``: numpy scalars become arrays) and
-    ``_copyto``."""
+    ``_copyto`` (a copy into an arena view, which it returns)."""
     ndarray = xp.ndarray
     asarray = xp.asarray
 
@@ -335,5 +335,6 @@ def runtime_helpers(xp, arena) -> dict:
 
     def copyto(dst, src):
         xp.copyto(dst, src, casting="unsafe")
+        return dst  # generated code: ``t = _copyto(_buf_t, ...)`` (one line, not two)
 
     return {"_fix": fix, "_as_array": as_array, "_own": own, "_copyto": copyto}
