@@ -37,7 +37,7 @@ class Variable(TensorMethods):
     def __init__(self, block: "Block", name: str, shape, dtype, persistable: bool = False):
         self.block = block
         self.name = name
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(map(int, shape))
         self.dtype: DType = as_dtype(dtype)
         self.persistable = persistable
 
@@ -166,7 +166,7 @@ class Block:
     def create_var(self, shape, dtype, name: str | None = None,
                    persistable: bool = False) -> Variable:
         name = name or self.program.unique_name("t")
-        if self.find_var(name) is not None and name in self.vars:
+        if name in self.vars:
             raise ValueError(f"a variable named {name!r} already exists in block {self.idx}")
         var = Variable(self, name, shape, dtype, persistable)
         self.vars[name] = var
@@ -232,9 +232,13 @@ class Program:
         return block
 
     def unique_name(self, prefix: str) -> str:
+        blocks = self.blocks
         while True:
             name = f"{prefix}{next(self._counter)}"
-            if all(name not in b.vars for b in self.blocks):
+            for block in blocks:
+                if name in block.vars:
+                    break
+            else:
                 return name
 
     # ---- values from outside ----------------------------------------------------------------
