@@ -56,6 +56,8 @@ def erase_ops(block: Block, ops) -> None:
 def drop_unreachable_blocks(program: Program) -> None:
     """Forget blocks no operator holds any more (after their operator was erased) and renumber
     the rest in their previous order."""
+    if len(program.blocks) == 1:
+        return
     reachable = {0}
     for _, op in walk_ops(program.global_block()):
         reachable.update(sub.idx for sub in op.blocks)
