@@ -36,7 +36,8 @@ import numpy as np
 from ..dtypes import DType
 from ..ops import elementwise
 
-__all__ = ["FunctionSource", "OpCall", "runtime_helpers", "LINE_OPERATORS", "operator_at"]
+__all__ = ["FunctionSource", "OpCall", "runtime_helpers", "LINE_OPERATORS", "operator_at",
+           "exact_key"]
 
 # namespace key of a generated function's line -> operator table (a list indexed by line number)
 LINE_OPERATORS = "__hybridfw_line_operators__"
@@ -262,8 +263,8 @@ def _cached_out_is_exact(fs: FunctionSource, kernel, op, metas, cdtype, dtype) -
     (kernel, dtypes, operand ranks and dtypes, Python operands and attributes); operators whose
     operands or attributes have no exact key are tried each."""
     parts = [(len(meta.shape), meta.dtype.name) if isinstance(operand, str) else
-             _exact_key(operand) for operand, meta in zip(op.inputs, metas)]
-    parts += [_exact_key(value) for value in op.attrs.values()]
+             exact_key(operand) for operand, meta in zip(op.inputs, metas)]
+    parts += [exact_key(value) for value in op.attrs.values()]
     if any(part is None for part in parts):
         return _out_is_exact(fs.xp, kernel, op, metas, cdtype, dtype)
     key = (kernel, cdtype and cdtype.name, dtype.name, tuple(op.attrs), *parts)
@@ -273,9 +274,9 @@ def _cached_out_is_exact(fs: FunctionSource, kernel, op, metas, cdtype, dtype) -
     return answer
 
 
-def _exact_key(value):
-    """A key equal only for values that are the same to a kernel (``1``, ``1.0`` and ``True``
-    differ), or None."""
+def exact_key(value):
+    """A key equal only for values that are the same to a kernel or an inference (``1``,
+    ``1.0`` and ``True`` differ): for dtypes and literals (:func:`_is_literal`); else None."""
     if value.__class__ is DType:
         return ("dtype", value.name)
     return ("literal", repr(value)) if _is_literal(value) else None

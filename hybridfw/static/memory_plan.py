@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.registry import TensorMeta, all_ops
+from .codegen import exact_key
 from .ir import Program, format_origin
 from .liveness import Liveness, analyze_block
 
@@ -86,21 +87,45 @@ def resolve_shapes(program: Program, feed_shapes: dict) -> tuple:
         metas[name] = TensorMeta(shape, var.dtype)
     registry = all_ops()
     op_infos = []
+    inferred: dict = {}  # what decides an inference -> its result (unrolled loops repeat them)
     for i, op in enumerate(block.ops):
         opdef = registry.get(op.type)
         if opdef is None or op.blocks:
             op_infos.append(None)
             continue
         args = [metas[a] if isinstance(a, str) else a for a in op.inputs]
-        try:
-            info = opdef.infer(*args, **op.attrs)
-        except (ValueError, TypeError) as exc:
-            shapes = {a: metas[a].shape for a in op.input_names()}
-            raise type(exc)(f"operator #{i} ({', '.join(op.outputs)} = {op.type}) fails for "
-                            f"input shapes {shapes}: {exc}{format_origin(op.origin)}") from exc
+        key = _inference_key(op, args)
+        info = inferred.get(key) if key is not None else None
+        if info is None:
+            try:
+                info = opdef.infer(*args, **op.attrs)
+            except (ValueError, TypeError) as exc:
+                shapes = {a: metas[a].shape for a in op.input_names()}
+                raise type(exc)(f"operator #{i} ({', '.join(op.outputs)} = {op.type}) fails "
+                                f"for input shapes {shapes}: {exc}{format_origin(op.origin)}"
+                                ) from exc
+            if key is not None:
+                inferred[key] = info
         op_infos.append(info)
         metas[op.outputs[0]] = TensorMeta(tuple(info[0]), info[1])
     return metas, op_infos
+
+
+def _inference_key(op, args):
+    """What an operator's inference depends on (its type, its tensors' shapes and dtypes, its
+    numbers and attributes), or None when a number or attribute has no exact key."""
+    parts = [op.type]
+    for arg in args:
+        part = (arg.shape, arg.dtype.name) if arg.__class__ is TensorMeta else exact_key(arg)
+        if part is None:
+            return None
+        parts.append(part)
+    for name, value in op.attrs.items():
+        part = exact_key(value)
+        if part is None:
+            return None
+        parts.append((name, part))
+    return tuple(parts)
 
 
 class _Buffer:
