@@ -13,8 +13,10 @@ The source stays readable for debugging (``Executor().compile(...).source``)::
         return (t3,)
 
 Names starting with ``_`` are constants bound in the function's namespace: kernels (``_sum``),
-ufuncs called directly (``_multiply``), arena views (``_buf_t1``), dtypes and Python scalars
-pre-converted to 0-d arrays (``_c0``).
+ufuncs called directly (``_multiply``), arena views (``_buf_t1``), dtypes, Python scalars
+pre-converted to 0-d arrays (``_c0``) and nested-tuple attributes (``spec=_spec_4``,
+``ops=_ops_7``), bound once per distinct value: written inline, Python's compiler spends about
+as long on them as on all the rest of a plan's source.
 
 Each line may say which operator it runs; the namespace (the generated function's globals)
 keeps that table under :data:`LINE_OPERATORS`, so an error can be traced from a traceback's
@@ -23,6 +25,7 @@ nothing fails.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import keyword
 import linecache
@@ -33,7 +36,8 @@ import numpy as np
 from ..dtypes import DType
 from ..ops import elementwise
 
-__all__ = ["FunctionSource", "OpCall", "runtime_helpers", "LINE_OPERATORS", "operator_at"]
+__all__ = ["FunctionSource", "OpCall", "runtime_helpers", "LINE_OPERATORS", "operator_at",
+           "exact_key"]
 
 # namespace key of a generated function's line -> operator table (a list indexed by line number)
 LINE_OPERATORS = "__hybridfw_line_operators__"
@@ -49,17 +53,25 @@ OUT_UPDATES_INPUT0 = frozenset({"index_put"})
 _sources = itertools.count()
 
 
+_LITERAL_CLASSES = frozenset({type(None), bool, int, str})
+
+
 def _is_literal(value) -> bool:
     """Whether ``repr(value)`` is Python source evaluating to an equal value of the same type."""
-    if value is None or value.__class__ in (bool, int, str):
+    cls = value.__class__
+    if cls in _LITERAL_CLASSES:
         return True
-    if value.__class__ is float:
+    if cls is float:
         return math.isfinite(value)
-    if value.__class__ is tuple:
-        return all(_is_literal(v) for v in value)
+    if cls is tuple:
+        for v in value:  # a loop, not all(): attribute tuples nest deep (fused op lists)
+            if not _is_literal(v):
+                return False
+        return True
     return False
 
 
+@functools.lru_cache(maxsize=4096)
 def _identifier(text: str) -> str:
     """A Python identifier made from ``text`` (invalid characters become ``_``)."""
     ident = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)
@@ -79,6 +91,8 @@ class FunctionSource:
         self.line_operators: list = []  # per line: what ``line(..., operator=)`` said, or None
         self.namespace: dict = {"_xp": xp}
         self._ids: dict = {}
+        self._literals: dict = {}  # repr of a nested-tuple literal -> its namespace name
+        self._exact: dict = {}     # what decides _out_is_exact -> its answer
         self._taken: set = set()
         self._counter = itertools.count()
 
@@ -107,6 +121,18 @@ class FunctionSource:
         if existing is not self:
             name = f"{name}_{next(self._counter)}"
         self.namespace[name] = value
+        return name
+
+    def literal(self, value, hint: str) -> str:
+        """Source text for an attribute ``value`` that :func:`_is_literal` accepts: its ``repr``,
+        or for a tuple holding tuples the name (from ``hint``) it is bound under, once per
+        distinct ``repr`` (exact for literals: ``1``, ``1.0`` and ``True`` differ)."""
+        text = repr(value)
+        if value.__class__ is not tuple or not any(v.__class__ is tuple for v in value):
+            return text
+        name = self._literals.get(text)
+        if name is None:
+            name = self._literals[text] = self.const(value, hint)
         return name
 
     def numbered_const(self, value) -> str:
@@ -210,7 +236,7 @@ class OpCall:
                 parts.append(fs.numbered_const(arg))
         for key, value in op.attrs.items():
             if _is_literal(value):
-                text = repr(value)
+                text = fs.literal(value, key)
             else:
                 hint = f"hf_{value.name}" if isinstance(value, DType) else f"{op.type}_{key}"
                 text = fs.const(value, hint)
@@ -225,11 +251,35 @@ class OpCall:
             parts.insert(0, "_xp")
         self._parts = parts
         self.accepts_out = opdef.supports_out and op.type not in OUT_UPDATES_INPUT0 and \
-            _out_is_exact(xp, kernel, op, metas, cdtype, dtype)
+            _cached_out_is_exact(fs, kernel, op, metas, cdtype, dtype)
 
     def expr(self, out: str | None = None) -> str:
         parts = self._parts + [f"out={out}"] if out else self._parts
         return f"{self._function}({', '.join(parts)})"
+
+
+def _cached_out_is_exact(fs: FunctionSource, kernel, op, metas, cdtype, dtype) -> bool:
+    """:func:`_out_is_exact`, asked once per function for each combination of what decides it
+    (kernel, dtypes, operand ranks and dtypes, Python operands and attributes); operators whose
+    operands or attributes have no exact key are tried each."""
+    parts = [(len(meta.shape), meta.dtype.name) if isinstance(operand, str) else
+             exact_key(operand) for operand, meta in zip(op.inputs, metas)]
+    parts += [exact_key(value) for value in op.attrs.values()]
+    if any(part is None for part in parts):
+        return _out_is_exact(fs.xp, kernel, op, metas, cdtype, dtype)
+    key = (kernel, cdtype and cdtype.name, dtype.name, tuple(op.attrs), *parts)
+    answer = fs._exact.get(key)
+    if answer is None:
+        answer = fs._exact[key] = _out_is_exact(fs.xp, kernel, op, metas, cdtype, dtype)
+    return answer
+
+
+def exact_key(value):
+    """A key equal only for values that are the same to a kernel or an inference (``1``,
+    ``1.0`` and ``True`` differ): for dtypes and literals (:func:`_is_literal`); else None."""
+    if value.__class__ is DType:
+        return ("dtype", value.name)
+    return ("literal", repr(value)) if _is_literal(value) else None
 
 
 def _out_is_exact(xp, kernel, op, metas, cdtype, dtype) -> bool:
@@ -256,7 +306,7 @@ def runtime_helpers(xp, arena) -> dict:
     """Functions generated code calls: ``_fix`` (a fresh kernel result as an array of the given
     dtype that does not alias the arena), ``_as_array`` (numpy scalars from indexing become 0-d
     arrays), ``_own`` (a value a control-flow step left in ``env``: numpy scalars become arrays) and
-    ``_copyto``."""
+    ``_copyto`` (a copy into an arena view, which it returns)."""
     ndarray = xp.ndarray
     asarray = xp.asarray
 
@@ -286,5 +336,6 @@ def runtime_helpers(xp, arena) -> dict:
 
     def copyto(dst, src):
         xp.copyto(dst, src, casting="unsafe")
+        return dst  # generated code: ``t = _copyto(_buf_t, ...)`` (one line, not two)
 
     return {"_fix": fix, "_as_array": as_array, "_own": own, "_copyto": copyto}

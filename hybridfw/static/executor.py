@@ -146,8 +146,7 @@ class _BlockEmitter:
             if call.accepts_out or in_place_update:
                 fs.line(f"{ident} = {call.expr(buf)}", where)
             else:
-                fs.line(f"_copyto({buf}, {call.expr()})", where)
-                fs.line(f"{ident} = {buf}", where)
+                fs.line(f"{ident} = _copyto({buf}, {call.expr()})", where)
         elif opdef.view:
             fs.line(f"{ident} = _as_array({call.expr()})", where)
         else:
@@ -168,8 +167,7 @@ class _BlockEmitter:
         for name in region.outputs:
             if self.memory is not None and name in self.memory.offsets:
                 buf = self.buffers[name]
-                fs.line(f"_copyto({buf}, {fs.ident(name)})", where)
-                fs.line(f"{fs.ident(name)} = {buf}", where)
+                fs.line(f"{fs.ident(name)} = _copyto({buf}, {fs.ident(name)})", where)
 
     def _control_flow(self, i, op, where) -> None:
         compiler = OP_COMPILERS.get(op.type)

@@ -37,9 +37,17 @@ class Variable(TensorMethods):
     def __init__(self, block: "Block", name: str, shape, dtype, persistable: bool = False):
         self.block = block
         self.name = name
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(map(int, shape))
         self.dtype: DType = as_dtype(dtype)
         self.persistable = persistable
+
+    def _copy(self, block: "Block") -> "Variable":
+        """The same variable in ``block`` (of a program copy), its fields taken as they are
+        (already normalized by the constructor)."""
+        var = object.__new__(Variable)
+        var.block, var.name, var.shape, var.dtype, var.persistable = \
+            block, self.name, self.shape, self.dtype, self.persistable
+        return var
 
     @property
     def ndim(self) -> int:
@@ -107,7 +115,8 @@ class Variable(TensorMethods):
 class Operator:
     """One operator: ``outputs = type(inputs, **attrs)`` (plus sub-blocks for control flow)."""
 
-    __slots__ = ("type", "inputs", "outputs", "attrs", "blocks", "origin")
+    __slots__ = ("type", "inputs", "outputs", "attrs", "blocks", "origin", "_names_of",
+                 "_names")
 
     def __init__(self, type_: str, inputs, outputs, attrs=None, blocks=(), origin=None):
         self.type = type_
@@ -116,9 +125,29 @@ class Operator:
         self.attrs = dict(attrs or {})
         self.blocks = tuple(blocks)
         self.origin = origin
+        self._names_of = self._names = None  # the ``inputs`` tuple ``_names`` comes from
 
-    def input_names(self):
-        return [i for i in self.inputs if isinstance(i, str)]
+    def _copy(self, attrs: dict, blocks: tuple = ()) -> "Operator":
+        """A copy with new ``attrs`` and ``blocks`` (for a program copy): what the constructor
+        would make of the same fields, keeping the input names already found."""
+        op = object.__new__(Operator)
+        inputs, outputs = self.inputs, self.outputs
+        op.type, op.attrs, op.blocks, op.origin = self.type, attrs, blocks, self.origin
+        op.inputs = inputs if inputs.__class__ is tuple else tuple(inputs)
+        op.outputs = outputs if outputs.__class__ is tuple else tuple(outputs)
+        op._names_of, op._names = self._names_of, self._names
+        return op
+
+    def input_names(self) -> tuple:
+        """The inputs that are variable names (not Python numbers), in order. Passes ask for
+        them over and over, so they are kept until ``inputs`` is assigned another tuple."""
+        inputs = self.inputs
+        if inputs is self._names_of:
+            return self._names
+        names = tuple([i for i in inputs if isinstance(i, str)])
+        if inputs.__class__ is tuple:  # a list could change in place: never cached
+            self._names_of, self._names = inputs, names
+        return names
 
     def __repr__(self) -> str:
         return f"Operator({self.type}: {self.inputs} -> {self.outputs})"
@@ -137,7 +166,7 @@ class Block:
     def create_var(self, shape, dtype, name: str | None = None,
                    persistable: bool = False) -> Variable:
         name = name or self.program.unique_name("t")
-        if self.find_var(name) is not None and name in self.vars:
+        if name in self.vars:
             raise ValueError(f"a variable named {name!r} already exists in block {self.idx}")
         var = Variable(self, name, shape, dtype, persistable)
         self.vars[name] = var
@@ -203,9 +232,13 @@ class Program:
         return block
 
     def unique_name(self, prefix: str) -> str:
+        blocks = self.blocks
         while True:
             name = f"{prefix}{next(self._counter)}"
-            if all(name not in b.vars for b in self.blocks):
+            for block in blocks:
+                if name in block.vars:
+                    break
+            else:
                 return name
 
     # ---- values from outside ----------------------------------------------------------------

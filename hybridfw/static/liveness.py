@@ -59,20 +59,24 @@ def _visible(block: Block, names) -> list:
 
 def op_reads(op: Operator, block: Block) -> tuple:
     """Names of ``block``'s scope that ``op`` reads: its inputs, then what its sub-blocks read."""
-    names = list(dict.fromkeys(op.input_names()))
-    if op.blocks:
-        inner = set().union(*(block_reads(sub) for sub in op.blocks)) - set(names)
-        names += _visible(block, inner)
+    names = op.input_names()
+    if not op.blocks:
+        return names if len(names) < 2 else tuple(dict.fromkeys(names))
+    names = list(dict.fromkeys(names))
+    inner = set().union(*(block_reads(sub) for sub in op.blocks)) - set(names)
+    names += _visible(block, inner)
     return tuple(names)
 
 
 def op_writes(op: Operator, block: Block) -> tuple:
     """Names of ``block``'s scope that ``op`` writes: its outputs, then what its sub-blocks
     assign to names of the enclosing scopes."""
-    names = list(dict.fromkeys(op.outputs))
-    if op.blocks:
-        inner = set().union(*(block_writes(sub) for sub in op.blocks)) - set(names)
-        names += _visible(block, inner)
+    outputs = op.outputs
+    if not op.blocks:
+        return outputs if len(outputs) < 2 else tuple(dict.fromkeys(outputs))
+    names = list(dict.fromkeys(outputs))
+    inner = set().union(*(block_writes(sub) for sub in op.blocks)) - set(names)
+    names += _visible(block, inner)
     return tuple(names)
 
 

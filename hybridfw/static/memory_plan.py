@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.registry import TensorMeta, all_ops
+from .codegen import exact_key
 from .ir import Program, format_origin
 from .liveness import Liveness, analyze_block
 
@@ -86,21 +87,45 @@ def resolve_shapes(program: Program, feed_shapes: dict) -> tuple:
         metas[name] = TensorMeta(shape, var.dtype)
     registry = all_ops()
     op_infos = []
+    inferred: dict = {}  # what decides an inference -> its result (unrolled loops repeat them)
     for i, op in enumerate(block.ops):
         opdef = registry.get(op.type)
         if opdef is None or op.blocks:
             op_infos.append(None)
             continue
         args = [metas[a] if isinstance(a, str) else a for a in op.inputs]
-        try:
-            info = opdef.infer(*args, **op.attrs)
-        except (ValueError, TypeError) as exc:
-            shapes = {a: metas[a].shape for a in op.input_names()}
-            raise type(exc)(f"operator #{i} ({', '.join(op.outputs)} = {op.type}) fails for "
-                            f"input shapes {shapes}: {exc}{format_origin(op.origin)}") from exc
+        key = _inference_key(op, args)
+        info = inferred.get(key) if key is not None else None
+        if info is None:
+            try:
+                info = opdef.infer(*args, **op.attrs)
+            except (ValueError, TypeError) as exc:
+                shapes = {a: metas[a].shape for a in op.input_names()}
+                raise type(exc)(f"operator #{i} ({', '.join(op.outputs)} = {op.type}) fails "
+                                f"for input shapes {shapes}: {exc}{format_origin(op.origin)}"
+                                ) from exc
+            if key is not None:
+                inferred[key] = info
         op_infos.append(info)
         metas[op.outputs[0]] = TensorMeta(tuple(info[0]), info[1])
     return metas, op_infos
+
+
+def _inference_key(op, args):
+    """What an operator's inference depends on (its type, its tensors' shapes and dtypes, its
+    numbers and attributes), or None when a number or attribute has no exact key."""
+    parts = [op.type]
+    for arg in args:
+        part = (arg.shape, arg.dtype.name) if arg.__class__ is TensorMeta else exact_key(arg)
+        if part is None:
+            return None
+        parts.append(part)
+    for name, value in op.attrs.items():
+        part = exact_key(value)
+        if part is None:
+            return None
+        parts.append((name, part))
+    return tuple(parts)
 
 
 class _Buffer:
@@ -220,26 +245,30 @@ def _place(buffers) -> int:
     live at once, and a Python loop over every overlapping pair dominates planning time.
     """
     order = [b for b in sorted(buffers, key=lambda b: (-b.size, b.start, b.end)) if b.size]
-    starts, ends, lows, highs = (np.empty(len(order), np.int64) for _ in range(4))
+    count = len(order)
+    starts = np.fromiter([b.start for b in order], np.int64, count)
+    ends = np.fromiter([b.end for b in order], np.int64, count)
+    lows, highs = np.empty(count, np.int64), np.empty(count, np.int64)
     arena = 0
-    for count, buf in enumerate(order):
-        mask = (starts[:count] <= buf.end) & (ends[:count] >= buf.start)
+    for placed, buf in enumerate(order):
+        size = buf.size
+        busy = ((starts[:placed] <= buf.end) & (ends[:placed] >= buf.start)).nonzero()[0]
         offset = 0
-        if mask.any():
-            lo, hi = lows[:count][mask], highs[:count][mask]
-            by_offset = np.argsort(lo, kind="stable")
-            lo, top = lo[by_offset], np.maximum.accumulate(hi[by_offset])
-            below = np.concatenate(([0], top[:-1]))  # highest end under each busy range
-            gaps = lo - below
-            fits = np.flatnonzero(gaps >= buf.size)
+        if busy.size:
+            by_offset = lows[busy].argsort(kind="stable")
+            lo = lows[busy[by_offset]]
+            top = np.maximum.accumulate(highs[busy[by_offset]])
+            gaps = lo.copy()           # gap under each busy range: its low minus the highest
+            gaps[1:] -= top[:-1]       # end below it (0 under the first)
+            fits = (gaps >= size).nonzero()[0]
             if fits.size:
-                offset = int(below[fits[np.argmin(gaps[fits])]])
+                k = fits[gaps[fits].argmin()]
+                offset = int(top[k - 1]) if k else 0
             else:
                 offset = int(top[-1])
         buf.offset = offset
-        starts[count], ends[count] = buf.start, buf.end
-        lows[count], highs[count] = offset, offset + buf.size
-        arena = max(arena, offset + buf.size)
+        lows[placed], highs[placed] = offset, offset + size
+        arena = max(arena, offset + size)
     return arena
 
 

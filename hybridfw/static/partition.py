@@ -45,7 +45,7 @@ from .ir import Program, Variable
 from .liveness import op_reads, op_writes
 from .passes.analysis import has_side_effects, walk_ops
 from .passes.clone import clone_program
-from .passes.rewrite import drop_unreachable_blocks, drop_unused_constants, erase_ops
+from .passes.rewrite import drop_unreachable_blocks, drop_unused_constants
 
 __all__ = ["split_forward_backward"]
 
@@ -159,9 +159,8 @@ def _needed(reads, writes, roots, root_ops, stop=frozenset()) -> set:
 def _subprogram(program: Program, keep: set, feeds: list, fetch: list) -> Program:
     """A copy of ``program`` with only the global-block operators ``keep`` and inputs ``feeds``
     (declared as in ``program``)."""
-    new = clone_program(program)
+    new = clone_program(program, keep=keep)  # as erasing the others from a full copy would
     block = new.global_block()
-    erase_ops(block, [op for i, op in enumerate(block.ops) if i not in keep])
     drop_unreachable_blocks(new)
     original = program.global_block()
     for name in feeds:

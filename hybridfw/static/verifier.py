@@ -55,12 +55,18 @@ __all__ = ["verify", "is_registry_op", "is_control_flow", "describe_op"]
 _SCALARS = (int, float, bool)
 
 
+_REGISTERED: set = set()  # op types found in the registry (ops are never unregistered)
+
+
 def is_registry_op(op_type: str) -> bool:
     """Whether ``op_type`` names an op of the registry."""
+    if op_type in _REGISTERED:
+        return True
     try:
         get_op(op_type)
     except KeyError:
         return False
+    _REGISTERED.add(op_type)
     return True
 
 

@@ -260,3 +260,14 @@ def test_sharing_gain_on_a_32_layer_mlp_is_at_least_5x():
     plan = plan_arena(prog, shapes, fetch)
     assert plan.naive_bytes >= 5 * plan.arena_bytes, plan.summary()
     assert plan.arena_bytes == plan.lower_bound_bytes
+
+
+def test_repeated_inferences_are_shared_only_between_equal_numbers_and_types():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [-1, 3], "int32")
+        names = [(x * 2).name, (x * 2.0).name, (x * 2).name, (x * True).name, (x * 2.0).name]
+    metas, _ = resolve_shapes(prog, {"x": (4, 3)})
+    assert [metas[n].dtype.name for n in names] == \
+        ["int32", "float32", "int32", "int32", "float32"]
+    assert all(metas[n].shape == (4, 3) for n in names)

@@ -1,8 +1,10 @@
 """Program-to-program passes, applied in the order of one annotated list: :data:`PASSES`.
 
 Each pass is a module with ``run(program, fetch=None) -> Program`` that returns a rewritten copy
-and never touches the program it is given. ``fetch`` lists the values the caller will fetch
-(names or Variables); ``None`` means the program's *sinks*, the global-block values nothing reads.
+and never touches the program it is given: it starts from :func:`~.clone.working_copy`, which
+inside :func:`optimize` is optimize's own private copy (so the passes do not clone it each).
+``fetch`` lists the values the caller will fetch (names or Variables); ``None`` means the
+program's *sinks*, the global-block values nothing reads.
 :func:`optimize` runs the list, skipping the passes named in ``disable``, checks the program with
 :func:`~hybridfw.static.verifier.verify` before the first pass and after each one (``verify``,
 on by default), and prints the program after each pass with ``debug=True``.
@@ -28,7 +30,7 @@ from ..ir import Program
 from ..verifier import verify as verify_program
 from . import algebraic, batch_matmul, constant_folding, cse, dce, fusion, inplace, slice_gradients
 from .analysis import resolve_fetch
-from .clone import clone_program
+from .clone import clone_program, private_copy
 
 __all__ = ["PASSES", "Pass", "optimize", "clone_program"]
 
@@ -77,14 +79,16 @@ def optimize(program: Program, fetch=None, *, disable=(), debug: bool = False,
     if verify:
         _verify(program, "before any pass")
     program = clone_program(program)  # the result is a new program even when every pass is off
-    for step in PASSES:
-        if step.name in disable:
-            continue
-        program = step.run(program, fetch)
-        if debug:
-            print(f"---- after {step.name} ----\n{program}")
-        if verify:
-            _verify(program, f"after pass {step.name!r}")
+    with private_copy(program) as make_private:  # the passes rewrite this copy, not a clone each
+        for step in PASSES:
+            if step.name in disable:
+                continue
+            program = step.run(program, fetch)
+            make_private(program)
+            if debug:
+                print(f"---- after {step.name} ----\n{program}")
+            if verify:
+                _verify(program, f"after pass {step.name!r}")
     return program
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from ...ops.registry import TensorMeta, get_op
 from ..ir import Block, Program
 from .analysis import readers, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import erase_ops, replace_uses
 
 __all__ = ["run"]
@@ -41,14 +41,16 @@ _IDENTITIES = {"mul": ((0, 1), 1), "add": ((0, 1), 0), "sub": ((1,), 0), "div": 
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` with algebraic identities removed."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     mapping: dict = {}
     bypassed: list = []
     for block in program.blocks:  # enclosing blocks come before the blocks they hold
         producers: dict = {}
         removed = []
         for op in block.ops:
-            op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
+            if mapping and not mapping.keys().isdisjoint(op.input_names()):
+                op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i
+                                  for i in op.inputs)
             source = _simplify(block, op, producers, bypassed)
             if source is not None and op.outputs[0] not in protected:
                 mapping[op.outputs[0]] = source

@@ -42,15 +42,21 @@ def is_random(op: Operator) -> bool:
 
 def has_side_effects(block: Block, op: Operator) -> bool:
     """Whether ``op`` must run even when nothing reads its outputs (see the effects policy)."""
-    if op.type == "py_func":  # a Python callback says whether it acts on the world
+    type_ = op.type
+    if type_ == "py_func":  # a Python callback says whether it acts on the world
         return bool(op.attrs.get("has_side_effects"))
-    if op.type in SIDE_EFFECT_OPS:
+    if type_ in SIDE_EFFECT_OPS:
         return True
-    if not is_registry_op(op.type) and not is_control_flow(op.type):
+    if not is_registry_op(type_) and not is_control_flow(type_):
         return True
-    if any(block.var(name).persistable for name in op.outputs):
-        return True
-    return any(has_side_effects(sub, inner) for sub in op.blocks for inner in sub.ops)
+    for name in op.outputs:
+        if block.var(name).persistable:
+            return True
+    for sub in op.blocks:
+        for inner in sub.ops:
+            if has_side_effects(sub, inner):
+                return True
+    return False
 
 
 def is_pure(block: Block, op: Operator) -> bool:
@@ -104,11 +110,22 @@ def walk_ops(block: Block) -> Iterator:
 def readers(program: Program) -> dict:
     """name -> the operators that read it directly (as an input, or, for a control-flow
     operator, through its attributes), each listed once."""
-    names = {name for block in program.blocks for name in block.vars}
+    names = None  # every variable name, for control-flow attributes (built when one comes)
     result: dict = {}
     for _, op in walk_ops(program.global_block()):
-        for name in dict.fromkeys([*op.input_names(), *attr_names(op, names)]):
-            result.setdefault(name, []).append(op)
+        read = op.input_names()
+        if not is_registry_op(op.type):
+            if names is None:
+                names = {name for block in program.blocks for name in block.vars}
+            read = dict.fromkeys([*read, *attr_names(op, names)])
+        elif len(read) > 1:
+            read = dict.fromkeys(read)
+        for name in read:
+            entry = result.get(name)
+            if entry is None:
+                result[name] = [op]
+            else:
+                entry.append(op)
     return result
 
 

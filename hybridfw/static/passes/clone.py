@@ -1,27 +1,39 @@
-"""Copying programs, so that passes never mutate the program they are given."""
+"""Copying programs, so that passes never mutate the program they are given.
+
+A pass starts with ``program = working_copy(program)``: a clone, except inside
+:func:`~hybridfw.static.passes.optimize`, whose passes share one private copy (nobody else holds
+it), so that each pass does not clone the whole program again.
+"""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import itertools
 import re
 
-from ..ir import Block, Operator, Program, Variable
+from ..ir import Block, Program
 
-__all__ = ["clone_program"]
+__all__ = ["clone_program", "working_copy", "private_copy"]
 
 # attributes of Program that clone_program rebuilds itself; any other (an annotation another
 # module set, such as ``inplace``) is copied one level deep
 _REBUILT = {"blocks", "params", "feeds", "device", "_counter", "_captured", "_current"}
-_NUMBERED = re.compile(r"(\d+)$")
+_NUMBERED = re.compile(r"(\d+)\0")  # the number ending a name, in NUL-terminated names
+
+# the program that the running optimize() owns alone (its passes may rewrite it in place)
+_PRIVATE: contextvars.ContextVar = contextvars.ContextVar("private_program", default=None)
 
 
-def clone_program(program: Program) -> Program:
+def clone_program(program: Program, keep=None) -> Program:
     """A copy of ``program`` that passes may rewrite freely.
 
     Blocks, variables and operators are new objects (operator attributes are copied one level,
     with references to blocks mapped to the copies); parameter values (eager tensors) are shared,
     since passes never write them. Fresh names from ``unique_name`` continue after the largest
-    numbered name in use.
+    numbered name in use. ``keep`` (a set of indices into the global block's operators) copies
+    only those operators and leaves out the variables the others define, as
+    :func:`~.rewrite.erase_ops` would erase them from a full copy.
 
     Example::
 
@@ -39,16 +51,18 @@ def clone_program(program: Program) -> Program:
     for old, block in zip(program.blocks, new.blocks):
         if old.parent is not None:
             block.parent = mapping[id(old.parent)]
-        for name, var in old.vars.items():
-            block.vars[name] = Variable(block, var.name, var.shape, var.dtype, var.persistable)
+        ops, variables = old.ops, old.vars
+        if keep is not None and old is program.blocks[0]:
+            left_out = {name for i, op in enumerate(ops) if i not in keep for name in op.outputs}
+            ops = [op for i, op in enumerate(ops) if i in keep]
+            variables = {n: v for n, v in variables.items() if n not in left_out}
+        block.vars = {name: var._copy(block) for name, var in variables.items()}
         if len(program.blocks) == 1:   # no attribute can refer to a block: copy them as they are
-            block.ops = [Operator(op.type, op.inputs, op.outputs, op.attrs, (), op.origin)
-                         for op in old.ops]
+            block.ops = [op._copy(dict(op.attrs)) for op in ops]
         else:
-            block.ops = [Operator(op.type, op.inputs, op.outputs,
-                                  {k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
-                                  [mapping[id(b)] for b in op.blocks], op.origin)
-                         for op in old.ops]
+            block.ops = [op._copy({k: _map_blocks(v, mapping) for k, v in op.attrs.items()},
+                                  tuple([mapping[id(b)] for b in op.blocks]))
+                         for op in ops]
     new.params = dict(program.params)
     new.feeds = list(program.feeds)
     new._captured = dict(program._captured)
@@ -58,6 +72,28 @@ def clone_program(program: Program) -> Program:
         if key not in _REBUILT:
             setattr(new, key, copy.copy(value))
     return new
+
+
+def working_copy(program: Program) -> Program:
+    """A program the calling pass may rewrite: ``program`` itself when it is the private copy of
+    the running :func:`private_copy` block, else :func:`clone_program` of it. Either way, fresh
+    names continue after the largest numbered name in use, as after a clone."""
+    if program is not _PRIVATE.get():
+        return clone_program(program)
+    program._counter = itertools.count(_next_number(program))
+    return program
+
+
+@contextlib.contextmanager
+def private_copy(program: Program):
+    """Within the block, :func:`working_copy` hands out ``program`` itself rather than a clone
+    (the caller promises nobody else holds it); ``set`` (yielded) makes another program the
+    private one, such as the copy a pass returned."""
+    token = _PRIVATE.set(program)
+    try:
+        yield _PRIVATE.set
+    finally:
+        _PRIVATE.reset(token)
 
 
 def _map_blocks(value, mapping):
@@ -73,6 +109,6 @@ def _map_blocks(value, mapping):
 
 
 def _next_number(program: Program) -> int:
-    numbers = [int(m.group(1)) for block in program.blocks for name in block.vars
-               if (m := _NUMBERED.search(name))]
-    return max(numbers, default=-1) + 1
+    # one regex scan over all names (each followed by NUL) rather than one search per name
+    names = "\0".join([name for block in program.blocks for name in block.vars]) + "\0"
+    return max(map(int, _NUMBERED.findall(names)), default=-1) + 1

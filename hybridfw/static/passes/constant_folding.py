@@ -36,7 +36,7 @@ from ...ops.infer import numel
 from ...ops.registry import TensorMeta, get_op
 from ..ir import Program, Variable
 from .analysis import assigned_state, is_pure, readers, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import erase_ops
 
 __all__ = ["run", "MAX_FOLDED_ELEMENTS", "NOT_FOLDED"]
@@ -48,7 +48,7 @@ NOT_FOLDED = frozenset({"to_device"})  # its result belongs on another device th
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` with its constant computations replaced by constant parameters."""
     fetch = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     block = program.global_block()
     xp = program.device.xp
     assigned = assigned_state(program)  # buffers the program writes are no constants
@@ -64,6 +64,8 @@ def run(program: Program, fetch=None) -> Program:
         value = _evaluate(block, op, {**constants, **folded}, xp)
         if value is not None:
             folded[op.outputs[0]] = value
+    if not folded:
+        return program
     erase_ops(block, [op for op in block.ops if any(name in folded for name in op.outputs)])
     still_read = readers(program)
     for name, value in folded.items():

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..ir import Block, Operator, Program
 from .analysis import assigned_state, is_pure, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import add_capture, erase_ops, holders, replace_uses
 
 __all__ = ["run", "expression_key"]
@@ -42,7 +42,7 @@ COMMUTATIVE = frozenset({"add", "mul", "eq", "ne", "bitwise_and", "bitwise_or", 
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` in which each pure computation happens once."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     mapping: dict = {}
     _merge_block(program, program.global_block(), {}, mapping, protected | assigned_state(program),
                  holders(program))
@@ -59,7 +59,8 @@ def _merge_block(program, block: Block, available: dict, mapping: dict, fixed: s
     available = dict(available)
     removed = []
     for op in block.ops:
-        op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
+        if mapping and not mapping.keys().isdisjoint(op.input_names()):
+            op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
         for sub in op.blocks:
             _merge_block(program, sub, available, mapping, fixed, holder_map)
         key = expression_key(block, op)
@@ -82,14 +83,38 @@ def expression_key(block: Block, op: Operator) -> tuple | None:
     if len(op.outputs) != 1 or op.blocks or not is_pure(block, op):
         return None
     try:
-        operands = tuple(_freeze(i) if not isinstance(i, str) else ("var", i) for i in op.inputs)
-        attrs = tuple(sorted((k, _freeze(v)) for k, v in op.attrs.items()))
+        # names stay strings; numbers become tuples (_freeze or ("repr", ...)): never equal
+        operands = tuple(i if isinstance(i, str) else _operand_key(i) for i in op.inputs)
+        items = sorted(op.attrs.items())  # by name (names are unique)
+        attrs = ("repr", repr(items)) if all(_plain(v) for _, v in items) else \
+            tuple((k, _freeze(v)) for k, v in items)
         key = (op.type, tuple(sorted(operands, key=repr)) if op.type in COMMUTATIVE
                else operands, attrs)
         hash(key)
     except TypeError:
         return None
     return key
+
+
+_PLAIN_SCALARS = frozenset({int, float, bool, str, type(None)})
+
+
+def _plain(value) -> bool:
+    """Whether ``value`` is made of exactly None, bool, int, float and str in tuples and lists:
+    then its ``repr`` tells apart exactly what :func:`_freeze` does, at a fraction of the cost."""
+    cls = value.__class__
+    if cls in _PLAIN_SCALARS:
+        return True
+    if cls is tuple or cls is list:
+        for v in value:
+            if not _plain(v):
+                return False
+        return True
+    return False
+
+
+def _operand_key(value):
+    return ("repr", repr(value)) if _plain(value) else _freeze(value)
 
 
 def _freeze(value):

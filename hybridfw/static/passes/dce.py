@@ -27,8 +27,9 @@ Example::
 from __future__ import annotations
 
 from ..ir import Block, Program
+from ..verifier import is_registry_op
 from .analysis import attr_names, has_side_effects, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import drop_unreachable_blocks, drop_unused_constants, erase_ops
 
 __all__ = ["run"]
@@ -37,7 +38,7 @@ __all__ = ["run"]
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` without the operators no fetch target or side effect needs."""
     fetch = resolve_fetch(program, fetch)
-    program = clone_program(program)
+    program = working_copy(program)
     names = {name for block in program.blocks for name in block.vars}
     _sweep(program.global_block(), set(fetch), names)
     drop_unreachable_blocks(program)
@@ -53,6 +54,10 @@ def _sweep(block: Block, live: set, names: set) -> set:
     for op in reversed(block.ops):
         if not has_side_effects(block, op) and not any(name in live for name in op.outputs):
             dead.append(op)
+            continue
+        if not op.blocks and is_registry_op(op.type):  # no attribute names, no sub-blocks
+            live.update(op.input_names())
+            read.update(op.input_names())
             continue
         uses = set(op.input_names())
         results = set(attr_names(op, names))

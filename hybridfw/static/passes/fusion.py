@@ -35,7 +35,7 @@ from __future__ import annotations
 from ..fused import FUSIBLE_OPS
 from ..ir import Block, Operator, Program
 from .analysis import assigned_state, readers, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import erase_ops
 
 __all__ = ["MIN_ELEMENTS", "run"]
@@ -46,7 +46,7 @@ MIN_ELEMENTS = 256
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` with its elementwise groups fused."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     read = readers(program)
     assigned = assigned_state(program)
     for block in program.blocks:
@@ -59,15 +59,22 @@ def _fuse_block(block: Block, read: dict, protected: set, assigned: set) -> None
     groups: dict = {}    # id(operator) -> the group it ends (operators in program order)
     position = {id(op): i for i, op in enumerate(block.ops)}
     for op in block.ops:
-        if op.type not in FUSIBLE_OPS or len(op.outputs) != 1 or \
-                any(name in assigned for name in op.input_names()):
+        if op.type not in FUSIBLE_OPS or len(op.outputs) != 1:
             continue
-        group = []
-        for name in dict.fromkeys(op.input_names()):
+        names = op.input_names()
+        if assigned and any(name in assigned for name in names):
+            continue
+        parts = []  # the groups op joins, each in program order
+        for name in dict.fromkeys(names):
             inner = producer.get(name)
             if inner is not None and _private(block, name, op, read, protected):
-                group += groups.pop(id(inner))
-        groups[id(op)] = sorted(group, key=lambda o: position[id(o)]) + [op]
+                parts.append(groups.pop(id(inner)))
+        if len(parts) > 1:
+            group = sorted([o for part in parts for o in part], key=lambda o: position[id(o)])
+        else:
+            group = parts[0] if parts else []
+        group.append(op)
+        groups[id(op)] = group
         producer[op.outputs[0]] = op
     doomed = []
     for group in groups.values():

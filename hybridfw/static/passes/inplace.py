@@ -42,7 +42,7 @@ from ..ir import Block, Program
 from ..liveness import analyze_block
 from ..verifier import is_registry_op
 from .analysis import attr_names, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import holders
 
 __all__ = ["run", "INPLACE_OPS"]
@@ -53,7 +53,7 @@ INPLACE_OPS = frozenset(name for name in FUSIBLE_OPS if get_op(name).supports_ou
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` whose ``inplace`` mapping lists the reusable buffers."""
     fetch = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     names = {name for block in program.blocks for name in block.vars}
     holder_map = holders(program)
     program.inplace = {}

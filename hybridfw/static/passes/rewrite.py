@@ -16,7 +16,8 @@ def replace_uses(program: Program, mapping: dict) -> None:
     if not mapping:
         return
     for _, op in walk_ops(program.global_block()):
-        op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
+        if not mapping.keys().isdisjoint(op.input_names()):
+            op.inputs = tuple(mapping.get(i, i) if isinstance(i, str) else i for i in op.inputs)
         if not is_registry_op(op.type):
             op.attrs = {k: _rename(v, mapping) for k, v in op.attrs.items()}
     inplace = getattr(program, "inplace", None)
@@ -55,6 +56,8 @@ def erase_ops(block: Block, ops) -> None:
 def drop_unreachable_blocks(program: Program) -> None:
     """Forget blocks no operator holds any more (after their operator was erased) and renumber
     the rest in their previous order."""
+    if len(program.blocks) == 1:
+        return
     reachable = {0}
     for _, op in walk_ops(program.global_block()):
         reachable.update(sub.idx for sub in op.blocks)
@@ -70,11 +73,13 @@ def drop_unused_constants(program: Program, keep=()) -> None:
     """Forget the parameters that are constants (``requires_grad`` False), that no operator
     reads and that are not in ``keep`` (fetch targets); trainable parameters always stay
     (optimizers and gradients refer to them by name)."""
+    candidates = [n for n, t in program.params.items()
+                  if not getattr(t, "requires_grad", False) and n not in keep]
+    if not candidates:
+        return
     still_read = readers(program)
     block = program.global_block()
-    for name in [n for n, t in program.params.items()
-                 if not getattr(t, "requires_grad", False) and n not in still_read
-                 and n not in keep]:
+    for name in [n for n in candidates if n not in still_read]:
         tensor = program.params.pop(name)
         program._captured.pop(id(tensor), None)
         del block.vars[name]

@@ -168,3 +168,48 @@ def test_models_compute_the_same_after_all_passes(build):
                                                 return_numpy=True))
     for want, got in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_passes_share_optimizes_private_copy_and_clone_outside_it():
+    from hybridfw.static.passes import cse
+    from hybridfw.static.passes.clone import private_copy, working_copy
+    prog, y = _small()
+    assert working_copy(prog) is not prog                 # outside optimize: a clone
+    seen = []
+    with private_copy(prog) as make_private:
+        assert working_copy(prog) is prog                 # the private copy itself
+        other = clone_program(prog)
+        assert working_copy(other) is not other
+        make_private(other)                               # a pass returned a new program
+        assert working_copy(other) is other and working_copy(prog) is not prog
+        seen.append(cse.run(other, fetch=[y]) is other)   # rewritten in place
+    assert seen == [True]
+    assert working_copy(other) is not other               # the block is over
+    # optimize leaves its input alone, and returns a new program even with every pass off
+    before = str(prog)
+    out = optimize(prog, fetch=[y])
+    assert str(prog) == before and out is not prog
+    assert optimize(prog, fetch=[y], disable=tuple(p.name for p in PASSES)) is not prog
+
+
+@pytest.mark.parametrize("with_cond", [False, True])
+def test_cloning_some_operators_is_erasing_the_others_from_a_full_copy(with_cond):
+    from hybridfw.static.passes.rewrite import drop_unreachable_blocks, erase_ops
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [3])
+        a = x * 2.0
+        b = hf.static.nn.cond(x.sum() > 0, lambda: a + 1.0, lambda: a - 1.0) if with_cond \
+            else a + 1.0
+        (b * b).exp()
+    keep = set(range(0, len(prog.global_block().ops), 2))
+    full = clone_program(prog)
+    erase_ops(full.global_block(), [op for i, op in enumerate(full.global_block().ops)
+                                    if i not in keep])
+    drop_unreachable_blocks(full)
+    part = clone_program(prog, keep=keep)
+    drop_unreachable_blocks(part)
+    assert str(part) == str(full)
+    assert [list(b.vars) for b in part.blocks] == [list(b.vars) for b in full.blocks]
+    assert all(v.block is b for b in part.blocks for v in b.vars.values())
+    assert next(part._counter) == next(full._counter)
