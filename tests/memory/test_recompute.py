@@ -194,7 +194,9 @@ def test_control_flow_outputs_are_kept_and_gradients_equal():
     g = hf.jit.to_static(f, memory_budget=0)
     with pytest.warns(UserWarning, match="below what the backward must keep"):
         g(x, w).backward()
-    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-6)
+    # w's three gradient terms are one batched product (batch_matmul): float32 rounding of
+    # another summation order, a few ulp on entries that cancel
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-5, atol=1e-6)
     report = g._last.recompute_report
     cond = next(op for op in g._last.program.global_block().ops if op.type == "cond")
     assert not set(cond.outputs) & set(report.recomputed)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from ..ir import Block, Operator, Program
 from .analysis import readers, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 
 __all__ = ["MIN_TERMS", "run"]
 
@@ -46,7 +46,7 @@ MIN_TERMS = 3  # below, the two copies into A and B cost about what the batching
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` with its sums of transposed products batched."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     block = program.global_block()
     read = readers(program)
     producer = {name: op for op in block.ops for name in op.outputs}

@@ -52,7 +52,7 @@ import functools
 from ..ir import Block, Operator, Program
 from ..verifier import is_registry_op
 from .analysis import assigned_state, attr_names, resolve_fetch
-from .clone import clone_program
+from .clone import working_copy
 from .rewrite import erase_ops
 
 __all__ = ["run"]
@@ -61,7 +61,7 @@ __all__ = ["run"]
 def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` whose sums of slice gradients tiling a tensor are concatenations."""
     protected = set(resolve_fetch(program, fetch))
-    program = clone_program(program)
+    program = working_copy(program)
     uses: dict = {}   # name -> how many times operators read it, anywhere in the program
     found = []
     registry: dict = {}
