@@ -29,9 +29,11 @@ before the run and as soon as its value is dead, so a read after free shows up a
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -498,6 +500,7 @@ class Executor:
                 self._cache[key] = compiled
         thread = threading.Thread(target=work, name="hybridfw-tiering", daemon=True)
         self._tiering = [t for t in self._tiering if t.is_alive()] + [thread]
+        _register_tiering(thread)
         thread.start()
         return interpreted
 
@@ -560,6 +563,22 @@ TIER_ENV_VAR = "HYBRIDFW_TIER_AFTER"
 TIER_BACKGROUND_ENV_VAR = "HYBRIDFW_TIER_BACKGROUND"
 DEFAULT_TIER_AFTER = 20
 _lowering_logger = logging.getLogger("hybridfw.lowering")
+
+
+_tiering_threads: weakref.WeakSet = weakref.WeakSet()
+
+
+def _register_tiering(thread) -> None:
+    """Background compilations finish before the interpreter exits (one stopped inside LLVM
+    while Python shuts down could crash the process, or leave a half-written numba cache)."""
+    if not _tiering_threads:
+        atexit.register(_finish_all_tiering)
+    _tiering_threads.add(thread)
+
+
+def _finish_all_tiering() -> None:
+    for thread in list(_tiering_threads):
+        thread.join(120)
 
 
 def check_backend(backend: str) -> str:

@@ -261,3 +261,34 @@ def test_a_cache_directory_others_can_write_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setenv(cache.CACHE_ENV_VAR, str(private))
     assert cache.cache_dir() == str(private)
     assert private.stat().st_mode & 0o777 == 0o700
+
+
+_EXITING_CHILD = textwrap.dedent("""
+    import numpy as np
+    import hybridfw as hf
+
+    @hf.jit.to_static(tier_after=1)
+    def f(x):
+        return ((x * 2.0 + 1.0).tanh() * 3.0).sigmoid() - x
+
+    x = hf.tensor(np.ones(8, np.float32))
+    for _ in range(3):
+        f(x)  # the 2nd call starts the background compile; nothing waits for it here
+    print("exiting", flush=True)
+""")
+
+
+def test_exit_waits_for_a_background_compile(need_numba, tmp_path):
+    """A script ending while numba compiles in the background exits cleanly, after the
+    compilation (its numba cache is complete for the next process)."""
+    script = tmp_path / "exiting.py"
+    script.write_text(_EXITING_CHILD)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PYTHONPATH=ROOT, HYBRIDFW_CACHE_DIR=str(cache))
+    env.pop("HYBRIDFW_TIER_BACKGROUND", None)  # the default: in the background
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "exiting"
+    index = list(cache.rglob("*.nbi"))
+    assert index, sorted(p.name for p in cache.rglob("*"))  # numba's cache index was written
