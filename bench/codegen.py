@@ -10,7 +10,9 @@ importable), in one run:
 - the compile time of each program (``backend='compiled'``: first call minus the interpreted
   first call) and the first-call time with tiering (``backend='auto'``, target <= 0.5 s).
 
-Every compiled result is first checked against the interpreter. Times are medians of interleaved
+Every compiled result is first checked against the interpreter. Each time is also given as a
+fraction of PyTorch eager's in the same run: this machine's speed drifts by tens of percent
+between runs, ratios within one run are what compare with ../shared/research/peers.md. Times are medians of interleaved
 rounds (see bench/to_static.py); the numba cache directory is a fresh temporary one, so compile
 times are cold. BLAS and PyTorch use ``--threads`` threads (default 1).
 
@@ -179,8 +181,10 @@ def main():
                                          ("W4 LSTM cell 50 steps fwd+bwd", "ms/step", 10.0, w4)):
             times, firsts, compiled = run(torch, args.repeats)
             print(f"\n{label} ({unit}; target <= {target} compiled)")
+            torch_eager = times.get("torch eager")
             for name, value in times.items():
-                print(f"  {name:34s} {value:10.3f}")
+                ratio = f"  ({value / torch_eager:.3f} of torch eager)" if torch_eager else ""
+                print(f"  {name:34s} {value:10.3f}{ratio}")
             print(f"  first call: interpreted {firsts['interpreted']:.3f} s, auto (tiering) "
                   f"{firsts['auto']:.3f} s (target <= 0.5), compiled {firsts['compiled']:.3f} s "
                   f"(compile time ~{firsts['compiled'] - firsts['interpreted']:.3f} s)")
