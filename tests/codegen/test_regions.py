@@ -292,3 +292,27 @@ def test_exit_waits_for_a_background_compile(need_numba, tmp_path):
     assert out.stdout.strip() == "exiting"
     index = list(cache.rglob("*.nbi"))
     assert index, sorted(p.name for p in cache.rglob("*"))  # numba's cache index was written
+
+
+def test_cache_directory_keeps_the_most_recently_used_modules(tmp_path):
+    from hybridfw.static.lowering import cache
+    pycache = tmp_path / "__pycache__"
+    pycache.mkdir()
+    for k in range(20):
+        stem = f"hf_{k:024x}"
+        for path in (tmp_path / f"{stem}.py", pycache / f"{stem}.region_0-9.py311.nbi",
+                     pycache / f"{stem}.region_0-9.py311.1.nbc",
+                     pycache / f"{stem}.cpython-311.pyc"):
+            path.write_text("x")
+            os.utime(path, (1000 + k, 1000 + k))  # module k used at time 1000 + k
+    (tmp_path / "other.py").write_text("not ours")
+    kept_old = f"hf_{0:024x}.py"
+    removed = cache.prune(str(tmp_path), max_modules=8, keep=(kept_old,))
+    left = sorted(p.name for p in tmp_path.glob("hf_*.py"))
+    # down to 3/4 of 8 = 6, the newest (14..19), plus the one asked to keep
+    assert left == sorted([kept_old] + [f"hf_{k:024x}.py" for k in range(14, 20)])
+    assert removed == 13
+    stems = {name[:-3] for name in left}
+    assert {p.name.split(".", 1)[0] for p in pycache.iterdir()} == stems
+    assert (tmp_path / "other.py").exists()
+    assert cache.prune(str(tmp_path), max_modules=8) == 0  # within bounds now

@@ -10,6 +10,11 @@ The cache directory is ``$HYBRIDFW_CACHE_DIR`` or ``~/.cache/hybridfw/codegen`` 
 0700); when that cannot be written, or it is not private to this user (others could plant code or
 a numba cache index there, which numba unpickles), a per-process temporary directory (no reuse
 across processes, still correct).
+
+The directory is kept to :data:`MAX_MODULES` modules: using a module touches it, and the first
+time a process writes a new one it removes the least recently used beyond that bound (with their
+``__pycache__`` files, numba's included), down to three quarters of it. A module removed while
+another process uses it is only written (and compiled) again there.
 """
 from __future__ import annotations
 
@@ -19,11 +24,13 @@ import os
 import sys
 import tempfile
 
-__all__ = ["CACHE_ENV_VAR", "cache_dir", "load_module"]
+__all__ = ["CACHE_ENV_VAR", "MAX_MODULES", "cache_dir", "load_module", "prune"]
 
 CACHE_ENV_VAR = "HYBRIDFW_CACHE_DIR"
+MAX_MODULES = 256
 _modules: dict = {}   # hash -> imported module (one per process)
 _fallback_dir = None
+_pruned: set = set()  # directories this process has pruned
 
 
 def cache_dir() -> str:
@@ -64,6 +71,47 @@ def _write_atomically(path: str, text: str) -> None:
         raise
 
 
+def prune(directory: str, max_modules: int | None = None, keep=()) -> int:
+    """Remove the least recently used generated modules of ``directory`` beyond
+    ``max_modules`` (default :data:`MAX_MODULES`) down to three quarters of it, with their
+    ``__pycache__`` files; returns how many modules went. ``keep``: file names never removed."""
+    limit = MAX_MODULES if max_modules is None else max_modules
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith("hf_") and n.endswith(".py")]
+    except OSError:
+        return 0
+    if len(names) <= limit:
+        return 0
+    names.sort(key=lambda name: _mtime(os.path.join(directory, name)))
+    doomed = [n for n in names[:len(names) - limit * 3 // 4] if n not in keep]
+    stems = {n[:-3] for n in doomed}
+    pycache = os.path.join(directory, "__pycache__")
+    try:
+        cached = os.listdir(pycache)
+    except OSError:
+        cached = []
+    for name in doomed:
+        _remove(os.path.join(directory, name))
+    for name in cached:  # hf_<hash>.cpython-311.pyc, hf_<hash>.region_0-9.py311.nbi, ...
+        if name.split(".", 1)[0] in stems:
+            _remove(os.path.join(pycache, name))
+    return len(doomed)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # another process removed it first
+
+
 def load_module(source: str, salt: str = ""):
     """Import ``source`` as a module from a file in the cache directory (written if missing)."""
     digest = hashlib.sha256(f"{salt}\n{sys.version}\n{source}".encode()).hexdigest()[:24]
@@ -77,6 +125,15 @@ def load_module(source: str, salt: str = ""):
             existing = f.read()
     if existing != source:  # missing, or a partial/foreign file: (re)write it
         _write_atomically(path, source)
+        directory = os.path.dirname(path)
+        if directory not in _pruned:
+            _pruned.add(directory)
+            prune(directory, keep=(os.path.basename(path),))
+    else:
+        try:
+            os.utime(path)  # recently used: pruned last
+        except OSError:
+            pass
     name = f"hybridfw_codegen_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
