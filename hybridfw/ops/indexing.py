@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..dtypes import bool_
 from .infer import broadcast_shapes
-from .lowering_rules import Unsupported, view_rule
+from .lowering_rules import ScalarIndex, Unsupported, view_rule
 from ..backend import add_at
 from .registry import OnnxNotExportable, TensorLike, apply, onnx_rules, register, runtime_value
 
@@ -231,28 +231,37 @@ def _getitem_grad(g, out, a, *index, spec):
 
 
 def _getitem_lower(in_shape, out_shape, *index, spec):
-    """Basic indices (ints, slices, None, ...) read operand 0 in place; index tensors do not
-    compile."""
-    if index or any(item[0] == "tensor" for item in spec):
-        raise Unsupported("getitem with index tensors")
-    items = [item for item, _ in _expand_spec("getitem", in_shape, spec, ())]
+    """Ints, slices, None, ... and 0-d integer index tensors (:class:`ScalarIndex`, bounds
+    checked once) read operand 0 in place; other index tensors do not compile."""
+    if any(not isinstance(t, ScalarIndex) or t.dtype is bool_ for t in index):
+        raise Unsupported("getitem with index tensors (other than 0-d integers)")
+    fixed = []  # per dim of operand 0: a position expression, or (start, step) of a slice
+    for item, tensor in _expand_spec("getitem", in_shape, spec, index):
+        kind = item[0]
+        if kind == "none":
+            fixed.append(None)
+            continue
+        n = in_shape[sum(f is not None for f in fixed)]
+        if kind == "int":
+            fixed.append(str(item[1] % n))
+        elif kind == "tensor":
+            fixed.append(tensor.checked(n))
+        else:
+            start, _, step = slice(*item[1:]).indices(n)
+            fixed.append((start, step))
 
     def mapping(idx):
         out, k = [], 0
-        for item in items:
-            kind = item[0]
-            if kind == "none":
+        for f in fixed:
+            if f is None:  # a new dim of size 1
                 k += 1
-                continue
-            n = in_shape[len(out)]
-            if kind == "int":
-                out.append(str(item[1] % n))
-                continue
-            start, _, step = slice(*item[1:]).indices(n)
-            i = idx[k]
-            k += 1
-            term = i if step == 1 else f"{step} * {i}"
-            out.append(term if start == 0 else f"{term} + {start}")
+            elif isinstance(f, str):
+                out.append(f)
+            else:
+                i = idx[k]
+                k += 1
+                term = i if f[1] == 1 else f"{f[1]} * {i}"
+                out.append(term if f[0] == 0 else f"{term} + {f[0]}")
         return out
     return mapping
 

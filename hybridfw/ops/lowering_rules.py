@@ -19,14 +19,16 @@ that ``numba.njit`` compiles. Two kinds:
 - :func:`view_rule`: ``rule(in_shape, out_shape, *operands, **attrs) -> mapping`` for a view
   (a basic ``getitem``, ``permute``): ``mapping(idx)`` gives, for the index expressions ``idx``
   of one result element, those of the element of operand 0 it is. Nothing is copied: readers
-  index the operand directly.
+  index the operand directly. The other operands (index tensors) arrive as
+  :class:`ScalarIndex` when they are 0-d integers; any other stays interpreted.
 
 A rule raises :class:`Unsupported` (with the reason) for operands it cannot handle; the op then
 stays an executor call.
 """
 from __future__ import annotations
 
-__all__ = ["Unsupported", "array_rule", "elementwise_rule", "ufunc_rule", "view_rule"]
+__all__ = ["ScalarIndex", "Unsupported", "array_rule", "elementwise_rule", "ufunc_rule",
+           "view_rule"]
 
 
 class Unsupported(Exception):
@@ -69,6 +71,28 @@ def array_rule(fn=None, *, inlines=False):
         f.inlines = inlines
         return f
     return mark if fn is None else mark(fn)
+
+
+class ScalarIndex:
+    """A 0-d integer tensor used as an index in a compiled region (what a view rule gets for
+    each index operand): ``ndim`` 0, ``dtype`` its hybridfw dtype, ``checked(n)`` writes the
+    bounds check for a dim of size ``n`` (an ``IndexError`` as the interpreter raises) and
+    returns the position, negative values counted from the end."""
+
+    ndim = 0
+    shape = ()
+
+    def __init__(self, dtype, expr: str, emit_line, temp):
+        self.dtype, self._expr, self._line, self._temp = dtype, expr, emit_line, temp
+
+    def checked(self, n: int) -> str:
+        k = self._temp("ix")
+        self._line(f"{k} = np.int64({self._expr})")
+        self._line(f"if {k} < {-n} or {k} >= {n}:")
+        self._line(f"    raise IndexError('getitem: an index tensor is out of range for a dim "
+                   f"of size {n}')")
+        self._line(f"{k} = {k} + {n} if {k} < 0 else {k}")
+        return k
 
 
 def view_rule(fn):

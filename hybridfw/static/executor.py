@@ -44,7 +44,7 @@ from ..ops.registry import TensorMeta, all_ops
 from .codegen import OUT_UPDATES_INPUT0, FunctionSource, OpCall, operator_at, runtime_helpers
 from .ir import Block, Program, Variable, format_origin
 from .liveness import analyze_block
-from .loop_stack import LoopStack
+from .loop_stack import LoopStack, new_loop_stack
 from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena
 
 __all__ = [
@@ -166,7 +166,12 @@ class _BlockEmitter:
         comma = "," if len(region.outputs) == 1 else ""
         fs.line(f"{targets}{comma} = {function}({args})" if region.outputs else
                 f"{function}({args})", where)
+        for name in region.records:  # a differentiated loop's records: the stack token
+            token = fs.const(new_loop_stack, "new_loop_stack")
+            fs.line(f"{fs.ident(name)} = {token}({fs.ident(name)})", where)
         for name in region.outputs:
+            if name in region.records:
+                continue
             if self.memory is not None and name in self.memory.offsets:
                 buf = self.buffers[name]
                 fs.line(f"{fs.ident(name)} = _copyto({buf}, {fs.ident(name)})", where)

@@ -125,3 +125,57 @@ def test_array_loop_with_reduction_matches(need_numba):
     f = hf.jit.to_static(grow, backend="compiled")
     np.testing.assert_allclose(f(x, 1000.0).numpy(), expected, rtol=1e-6)
     assert "while" in f.compile_report()
+
+
+def _rnn(x, w, u, n):
+    h = (x[0] @ w).tanh()
+    t = n * 0 + 1
+    while t < n:  # a data-dependent loop: its backward reads one record per iteration
+        h = (x[t] @ w + h @ u).tanh()
+        t = t + 1
+    return h
+
+
+@pytest.mark.parametrize("steps", [6, 1])  # 1: the loop body never runs, no records
+def test_training_through_a_while_loop_compiles_its_forward(need_numba, steps):
+    """The differentiated while (it records x[t], h... per iteration for while_grad) compiles
+    whole, x[t] with a 0-d index tensor included; gradients equal the interpreter's and eager
+    autograd's."""
+    rng = np.random.default_rng(8)
+    x = hf.tensor(rng.standard_normal((6, 4, 3)).astype(np.float32))
+    w0 = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
+    u0 = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
+    results = {}
+    for backend in ("eager", "interpreted", "compiled"):
+        w, u = hf.tensor(w0, requires_grad=True), hf.tensor(u0, requires_grad=True)
+        fn = _rnn if backend == "eager" else hf.jit.to_static(_rnn, backend=backend)
+        out = fn(x, w, u, hf.tensor(steps))
+        out.sum().backward()
+        grads = [np.zeros_like(v) if p.grad is None else p.grad.numpy()  # u unused at 1 step
+                 for p, v in ((w, w0), (u, u0))]
+        results[backend] = (out.detach().numpy(), *grads)
+        if backend == "compiled":
+            assert "while" in _compiled_kinds(fn), fn.compile_report()
+            forward = fn.compile_report().split("backward program:")[0]
+            assert "interpreted:" not in forward, forward  # the whole forward is one region
+    for got, want in zip(results["compiled"], results["interpreted"]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    for got, want in zip(results["compiled"], results["eager"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_index_tensor_out_of_range_raises_in_a_compiled_loop(need_numba):
+    def f(x, n):
+        t = n * 0
+        s = x[0] * 0.0
+        while t < n:
+            s = s + x[t]  # t reaches 3 == len(x) when n = 4
+            t = t + 1
+        return s
+    x = hf.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    for backend in ("interpreted", "compiled"):
+        g = hf.jit.to_static(f, backend=backend)
+        np.testing.assert_array_equal(g(x, hf.tensor(3)).numpy(), [6.0, 9.0])
+        with pytest.raises(IndexError):
+            g(x, hf.tensor(4))
+    assert "while" in _compiled_kinds(g), g.compile_report()

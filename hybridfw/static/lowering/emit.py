@@ -21,7 +21,7 @@ import contextlib
 import math
 
 from ...dtypes import result_type
-from ...ops.lowering_rules import Unsupported
+from ...ops.lowering_rules import ScalarIndex, Unsupported
 from ...ops.registry import TensorMeta, get_op
 
 __all__ = ["NUMBA_DTYPES", "RegionEmitter", "Unsupported"]
@@ -59,6 +59,16 @@ class Array:
 
     def __init__(self, name, shape, dtype):
         self.name, self.shape, self.dtype = name, tuple(shape), dtype
+
+
+class Records:
+    """The records a differentiated ``while`` pushes for its backward: a list of tuples of
+    arrays (the region returns it; the executor wraps it in a ``LoopStack`` token)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
 
 
 class Deferred:
@@ -174,6 +184,7 @@ class RegionEmitter:
         self.lines: list = []
         self.depth = 1
         self.values: dict = {}
+        self.records: set = set()  # names of Records values (the loop stacks)
         self._memo: list = [{}]
         self._count = 0
 
@@ -226,9 +237,12 @@ class RegionEmitter:
     def value(self, operand):
         if isinstance(operand, str):
             try:
-                return self.values[operand]
+                value = self.values[operand]
             except KeyError:
                 raise Unsupported(f"value {operand!r} is not available in the region") from None
+            if isinstance(value, Records):
+                raise Unsupported(f"a loop's records ({operand!r}) read inside the region")
+            return value
         if operand.__class__ in (int, float, bool):
             return operand
         raise Unsupported(f"operand of type {type(operand).__name__}")
@@ -402,7 +416,12 @@ class RegionEmitter:
             raise Unsupported(f"{op.type} of a 0-d value or a Python number")
         shape, _, _ = opdef.infer(*self._metas(operands), **op.attrs)
         shape = _known(shape, f"{op.type}'s result")
-        mapping = rule(base.shape, shape, *operands[1:], **op.attrs)
+        index = []
+        for value in operands[1:]:
+            if not isinstance(value, Scalar):
+                raise Unsupported(f"{op.type} with an index tensor that is not 0-d")
+            index.append(ScalarIndex(_DTYPE_OF[value.dtype], value.name, self.line, self.temp))
+        mapping = rule(base.shape, shape, *index, **op.attrs)
 
         def gen(idx):
             return self.element(base, base.shape, mapping(idx))
@@ -432,10 +451,18 @@ class RegionEmitter:
             raise Unsupported(f"value {name!r} changes shape")
 
     def _while(self, op) -> None:
+        """A Python ``while True`` loop; a differentiated loop also appends, after each
+        iteration's body, a record (copies of its ``saved`` values, in that order) to a list,
+        as the interpreter's loop does (:mod:`hybridfw.static.control_flow`)."""
         attrs = op.attrs
-        if "stack" in attrs or "saved" in attrs:
-            raise Unsupported("a while loop recording values for its backward")
+        stack = attrs.get("stack")
+        if (stack is None) != ("saved" not in attrs):
+            raise Unsupported("a while loop with records but no stack (or the reverse)")
         cond_block, body_block = op.blocks
+        records = None
+        if stack is not None:
+            records = self.temp("rec")
+            self.line(f"{records} = []")
         count = len(attrs["body_args"])
         loop_vars = []
         for k, name in enumerate(op.inputs[:count]):
@@ -460,11 +487,31 @@ class RegionEmitter:
                 value = self.as_loop_value(self.value(name))
                 self._check_form(name, value)
                 new.append(value.name)
+            if records is not None:  # before the loop variables take their next values
+                items = [self._record_item(self.value(name), name) for name in attrs["saved"]]
+                self.line(f"{records}.append(({', '.join(items)}{',' if len(items) == 1 else ''}))")
             targets = ", ".join(v.name for v in loop_vars)
             self.line(f"{targets}{',' if count == 1 else ''} = {', '.join(new)}"
                       f"{',' if count == 1 else ''}")
         for name, var in zip(op.outputs[:count], loop_vars):
             self.values[name] = var
+        if records is not None:
+            self.values[stack] = Records(records)
+            self.records.add(stack)
+
+    def _record_item(self, value, name: str) -> str:
+        """An array the record owns: a copy, a new array, or a scalar boxed as a 0-d array."""
+        if value.__class__ in (int, float, bool):
+            raise Unsupported(f"a Python number ({name!r}) in a loop's records")
+        self._check_form(name, value)
+        if isinstance(value, Scalar):
+            box = self.temp("r")
+            self.line(f"{box} = np.empty((), {value.dtype})")
+            self.line(f"{box}[()] = {value.name}")
+            return box
+        if isinstance(value, Deferred):
+            return self.materialize(value).name  # a new array already
+        return f"{value.name}.copy()"
 
     def _cond(self, op) -> None:
         pred = self.scalar(self.value(op.inputs[0]), "the cond predicate")
@@ -492,6 +539,9 @@ class RegionEmitter:
     def return_line(self, names) -> None:
         results = []
         for name in names:
+            if isinstance(self.values.get(name), Records):
+                results.append(self.values[name].name)
+                continue
             value = self.materialize(self.value(name))
             if isinstance(value, Scalar):
                 box = self.temp("r")

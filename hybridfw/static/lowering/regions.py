@@ -31,11 +31,13 @@ MAX_OPERANDS = 8
 class Region:
     """Operators ``start``..``stop - 1`` of the global block, compiled as function ``name``."""
 
-    __slots__ = ("name", "start", "stop", "inputs", "outputs", "body", "ops", "arg_types")
+    __slots__ = ("name", "start", "stop", "inputs", "outputs", "body", "ops", "arg_types",
+                 "records")
 
-    def __init__(self, name, start, stop, ops, inputs, outputs, body):
+    def __init__(self, name, start, stop, ops, inputs, outputs, body, records=()):
         self.name, self.start, self.stop = name, start, stop
         self.ops, self.inputs, self.outputs, self.body = ops, inputs, outputs, body
+        self.records = tuple(records)  # outputs that are a loop's records (a list of tuples)
 
     def describe(self) -> str:
         kinds = ", ".join(dict.fromkeys(op.type for op in self.ops))
@@ -65,13 +67,13 @@ def _meta_lookup(program, metas: dict):
     return meta
 
 
-def _emit(meta, readers, block, ops, inputs, outputs) -> list:
+def _emit(meta, readers, block, ops, inputs, outputs) -> RegionEmitter:
     emitter = RegionEmitter(meta, readers, outputs)
     for k, name in enumerate(inputs):
         emitter.bind_input(name, f"p{k}")
     emitter.emit_ops(block, ops)
     emitter.return_line(outputs)
-    return emitter.lines
+    return emitter
 
 
 def _boundary(ops, later_reads: set, fetch: set):
@@ -92,7 +94,7 @@ def _check(meta, readers, block, op):
         if operands > MAX_OPERANDS:
             return (f"{op.type} reads {operands} arrays (> {MAX_OPERANDS}): a compiled loop "
                     "over that many is not vectorized and takes seconds to compile")
-    rule = getattr(get_op(op.type), "lower", None) if op.type not in _CONTROL else None
+    rule = _rule(op)
     if rule is not None and not rule.elementwise and not getattr(rule, "view", False) and \
             not getattr(rule, "inlines", False):
         try:
@@ -148,12 +150,13 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
         later = {n for op in ops[stop:] for n in op.input_names()}
         inputs, outputs = _boundary(run_ops, later, fetch)
         try:
-            body = _emit(meta, readers, block, run_ops, inputs, outputs)
+            emitter = _emit(meta, readers, block, run_ops, inputs, outputs)
         except Unsupported as exc:
             left_out += [(i, ops[i], f"region failed to lower: {exc}")
                          for i in range(start, stop)]
             continue
-        region = Region(f"region_{len(regions)}", start, stop, run_ops, inputs, outputs, body)
+        region = Region(f"region_{len(regions)}", start, stop, run_ops, inputs, outputs,
+                        emitter.lines, [n for n in outputs if n in emitter.records])
         # the argument types are part of the source: one module (and numba cache) per signature
         region.arg_types = [f"{meta(n).dtype.name}[{', '.join(':' * len(meta(n).shape))}]"
                             for n in inputs]
@@ -163,7 +166,17 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
 
 
 def _is_view(op) -> bool:
-    return op.type not in _CONTROL and getattr(get_op(op.type).lower, "view", False)
+    return getattr(_rule(op), "view", False)
+
+
+def _rule(op):
+    """The lowering rule of a registry op (None for control flow and ops without one)."""
+    if op.blocks or op.type in _CONTROL:
+        return None
+    try:
+        return get_op(op.type).lower
+    except KeyError:  # while_grad and other executor-only operators
+        return None
 
 
 def _numel(shape) -> int:
