@@ -2,6 +2,9 @@
 and what stays out of regions (large matmuls, many-operand ops, trailing views)."""
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -197,31 +200,28 @@ def test_non_contiguous_feeds_reach_the_c_array_regions(need_numba):
     assert len(lowered.regions) == 1
 
 
-def _lstm(x, w_ih, w_hh, bias, hidden=16, steps=4):
-    h = (x[0] @ w_ih)[:, :hidden] * 0.0
-    c = h
-    for t in range(steps):
-        gates = x[t] @ w_ih + h @ w_hh + bias
-        i = gates[:, :hidden].sigmoid()
-        f = gates[:, hidden:2 * hidden].sigmoid()
-        g = gates[:, 2 * hidden:3 * hidden].tanh()
-        o = gates[:, 3 * hidden:].sigmoid()
-        c = f * c + i * g
-        h = o * c.tanh()
-    return h
+def _lstm_cell_loop():
+    """The hand-written LSTM of the slice-gradient pass tests (W4's structure; hidden size
+    from w_hh, steps from x), loaded by path as test_control_flow loads the conversion cases."""
+    path = pathlib.Path(__file__).parents[1] / "static" / "passes" / "test_slice_gradients.py"
+    spec = importlib.util.spec_from_file_location("_codegen_slice_gradient_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._lstm
 
 
 def test_hand_written_lstm_trains_through_compiled_cells(need_numba):
     """W4's structure, small: every elementwise op of the cell, forward and backward, runs in
     compiled regions (only matmuls, reductions and views stay numpy); gradients equal the
     interpreter's and eager autograd's."""
+    lstm = _lstm_cell_loop()
     rng = np.random.default_rng(5)
     x = hf.tensor(rng.standard_normal((4, 8, 6)).astype(np.float32))
     init = [rng.uniform(-0.3, 0.3, s).astype(np.float32) for s in ((6, 64), (16, 64), (64,))]
     grads = {}
     for backend in ("eager", "interpreted", "compiled"):
         ws = [hf.tensor(w, requires_grad=True) for w in init]
-        fn = _lstm if backend == "eager" else hf.jit.to_static(_lstm, backend=backend)
+        fn = lstm if backend == "eager" else hf.jit.to_static(lstm, backend=backend)
         fn(x, *ws).sum().backward()
         grads[backend] = [w.grad.numpy() for w in ws]
         if backend == "compiled":
