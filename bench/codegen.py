@@ -153,7 +153,8 @@ def w4(torch, repeats):
         check(w.grad.numpy(), e, "W4 gradients compiled vs interpreted", rtol=1e-4)
     cases = {"hybridfw eager": step(lstm_loop),
              "hybridfw to_static interpreted": step(interpreted),
-             "hybridfw to_static compiled": step(compiled)}
+             "hybridfw to_static compiled": step(compiled),
+             "floor: its matmuls alone (numpy)": matmul_floor(compiled, [x, *weights])}
     if torch is not None:
         tx = torch.from_numpy(x_np)
         tw = [torch.from_numpy(w.copy()).requires_grad_(True) for w in w_np]
@@ -165,6 +166,30 @@ def w4(torch, repeats):
         cases["torch eager"] = torch_step
     times = side_by_side(cases, repeats)
     return {k: v * 1e3 for k, v in times.items()}, firsts, compiled
+
+
+def matmul_floor(function, args):
+    """A call running, in numpy, the matmuls that ``function(*args)``'s compiled forward and
+    backward plans run (same shapes and order, random data): no schedule of this program does less BLAS
+    work, so its time is a floor for the compiled step on this machine."""
+    entry = function.get_concrete_program(*args)
+    programs = {id(entry.program), id(entry.backward_program)}
+    operands = []
+    for plan in entry.executor._cache.values():
+        if id(plan.program) not in programs or plan.lowering is None:
+            continue
+        metas = plan.memory.metas
+        for op in plan.program.global_block().ops:
+            if op.type == "matmul":
+                operands.append([RNG.standard_normal(metas[n].shape).astype(metas[n].dtype.np)
+                                 for n in op.inputs])
+    assert operands, "no compiled plan with matmuls found"
+
+    def call():
+        for a, b in operands:
+            np.matmul(a, b)
+    call.count = len(operands)
+    return call
 
 
 def main():

@@ -317,7 +317,9 @@ def wrap_array(arr, dev=None) -> Tensor:
     """A new leaf Tensor owning ``arr`` (the array is taken as is, not copied)."""
     t = _new(Tensor)
     t._data = arr
-    t._storage = storage_for(arr, dev if dev is not None else array_device(arr))
+    if dev is None:
+        dev = cpu if arr.__class__ is np.ndarray else array_device(arr)
+    t._storage = storage_for(arr, dev)
     t.shape = arr.shape
     t.dtype = dtype_of_array(arr)
     t._node = None

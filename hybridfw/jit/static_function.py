@@ -155,20 +155,27 @@ class ConcreteProgram:
         self.diff_inputs: list = []   # ("input", index) or ("param", tensor)
         self.float_outputs: list = []  # indices into outputs.fetch that get gradients
         self.fetch = list(outputs.fetch)
-        self._last_plan = None
+        self._plans: dict = {}  # id(program) -> (array signature, plan) of its last run
 
-    def _run(self, program, arrays, fetch):
-        # fast path: the same array signature as the last call of this program, and a plan that
-        # no longer changes (tiering done, or interpreted only): no feed dict, no cache key
-        key = (id(program), tuple([(a.shape, a.dtype) for a in arrays]))
-        last = self._last_plan
+    def _run(self, program, arrays, fetch, same_signature=False):
+        # fast path: the plan of this program's last run, when it no longer changes (tiering
+        # done, or interpreted only) and the arrays have that run's shapes and dtypes (checked
+        # here, or known by the caller: ``same_signature``, the to_static call's fast key equal
+        # to the previous call's); no feed dict, no cache key. One slot per program: training
+        # alternates the forward and backward programs.
+        plans = self._plans
+        last = plans.get(id(program))
+        if same_signature and last is not None:
+            return last[1](*arrays)
+        key = tuple([(a.shape, a.dtype) for a in arrays])
         if last is not None and last[0] == key:
             return last[1](*arrays)
-        compiled, arrays = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
-                                                 fetch)
+        compiled, fed = self.executor._lookup(program, dict(zip(program.feeds, arrays)), fetch)
         if compiled.runs < 0 or self.executor.backend == "interpreted":
-            self._last_plan = (key, compiled.function)
-        return compiled.function(*arrays)
+            plans[id(program)] = (key, compiled.function)
+        else:  # the slot only ever holds the plan of this program's last signature
+            plans.pop(id(program), None)
+        return compiled.function(*fed)
 
     def split_gradient(self, packed):
         """The seeds of the backward program from the gradient of the node's output."""
@@ -183,7 +190,7 @@ class ConcreteProgram:
         _ = block
         return seeds
 
-    def _plan_saved(self) -> list:
+    def _plan_saved(self, n_inputs: int) -> list:
         """Where each value the backward reads comes from: ``("input", i)`` (the i-th input
         tensor), ``("output", k)`` (the k-th fetched result) or ``("fetch", j)`` (the j-th
         extra fetch, in ``_saved_fetch``)."""
@@ -198,6 +205,15 @@ class ConcreteProgram:
                 extra.append(name)
         self._saved_fetch = extra
         self._saved_plan = plan
+        # indices into ``pool`` = input arrays + outputs + extra fetches (see __call__)
+        n_in, n_out = n_inputs, len(self.fetch)
+        base = {"input": 0, "output": n_in, "fetch": n_in + n_out}
+        self._saved_pick = [base[kind] + i for kind, i in plan]
+        packed = len(self.float_outputs) != 1
+        self._saved_own = [base[kind] + i for kind, i in plan
+                           if kind == "fetch" or (kind == "output" and packed)]
+        self._saved_shared = [(kind, i) for kind, i in plan
+                              if kind == "input" or (kind == "output" and not packed)]
         return plan
 
     def run_backward(self, arrays):
@@ -205,32 +221,28 @@ class ConcreteProgram:
         it = iter(results)
         return [None if n is None else next(it) for n in self.grad_names]
 
-    def __call__(self, tensors):
+    def __call__(self, tensors, same_signature=False):
         arrays = [t._data for t in tensors]
         if self.backward_program is None:
-            results = self._run(self.program, arrays, self.fetch)
+            results = self._run(self.program, arrays, self.fetch, same_signature)
             return self.outputs.build([wrap_array(r) for r in results])
         plan = self._saved_plan
         if plan is None:
-            plan = self._plan_saved()
-        results = self._run(self.program, arrays, self.fetch + self._saved_fetch)
+            plan = self._plan_saved(len(arrays))
+        results = self._run(self.program, arrays, self.fetch + self._saved_fetch,
+                            same_signature)
         n = len(self.fetch)
         outs, extra = results[:n], results[n:]
         inputs = [tensors[i] if kind == "input" else i for kind, i in self.diff_inputs]
         wrapped = [wrap_array(r) for r in outs]
-        packed_outputs = len(self.float_outputs) != 1
-        saved, storages, shared = [], [], []
-        for kind, i in plan:
-            # an input or an output the backward reads is shared, not copied: its tensor's
-            # storage stays counted (and alive) with the state, and an in-place change of it
-            # before backward is caught as eager autograd catches it
-            if kind == "input" or (kind == "output" and not packed_outputs):
-                shared.append((kind, i))
-                arr = tensors[i]._data if kind == "input" else outs[i]
-            else:   # an extra fetch, or an output the node packs into a copy: the state's own
-                arr = extra[i] if kind == "fetch" else outs[i]
-                storages.append(Storage(arr.nbytes, array_device(arr)))
-            saved.append(arr)
+        # the saved values, in feed order, picked from the inputs, outputs and extra fetches
+        pool = arrays + list(results)
+        saved = [pool[j] for j in self._saved_pick]
+        storages = []
+        if self._saved_own:  # extra fetches, and outputs the node packs into a copy: the
+            # state's own arrays, counted by hf.memory while the state holds them (one count)
+            storages.append(Storage(sum([pool[j].nbytes for j in self._saved_own]),
+                                    array_device(pool[self._saved_own[0]])))
         state = RunState(self, saved, storages)
         self._shapes = {k: outs[k].shape for k in self.float_outputs}
         if len(self.float_outputs) == 1:
@@ -247,7 +259,10 @@ class ConcreteProgram:
                 size = outs[k].size
                 wrapped[k] = packed[offset:offset + size].reshape(outs[k].shape)
                 offset += size
-        for kind, i in shared:
+        for kind, i in self._saved_shared:
+            # an input or an output the backward reads is shared, not copied: its tensor's
+            # storage stays counted (and alive) with the state, and an in-place change of it
+            # before backward is caught as eager autograd catches it
             st = (tensors[i] if kind == "input" else wrapped[i])._storage
             storages.append(st)
             state.guards.append((st, st.version, kind, i))
@@ -329,7 +344,7 @@ class StaticFunction:
         return self.get_concrete_program(*example_inputs, **kwargs).program
 
     def get_concrete_program(self, *example_inputs, **kwargs) -> ConcreteProgram:
-        inputs = [_example(v) for v in example_inputs]
+        inputs = tuple(_example(v) for v in example_inputs)  # as a call passes them
         key, leaves = self._signature(inputs, kwargs)
         entry = self._cache.get(key)
         if entry is None:
@@ -378,7 +393,7 @@ class StaticFunction:
         if fast is not None and fast == self._fast[0]:
             self._hits += 1
             entry = self._last = self._fast[1]
-            return entry(list(args))
+            return entry(args, True)
         key, leaves = self._signature(args, kwargs)
         entry = self._cache.get(key)
         if entry is None:

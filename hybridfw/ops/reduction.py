@@ -44,11 +44,11 @@ def _sum_infer(a, *, dim=None, keepdim=False):
     return _reduced_shape(a.shape, dims, keepdim), dt, None
 
 
-def _sum_kernel(xp, a, *, dim=None, keepdim=False):
+def _sum_kernel(xp, a, *, dim=None, keepdim=False, out=None):
     dt = None if a.dtype.kind == "f" else "int64"
     if xp is np:  # the ufunc method directly: np.sum adds microseconds of wrapping per call
-        return np.add.reduce(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt)
-    return xp.sum(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt)
+        return np.add.reduce(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt, out=out)
+    return xp.sum(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt, out=out)
 
 
 def _sum_lower(ctx, a, *, dim=None, keepdim=False):
@@ -58,7 +58,7 @@ def _sum_lower(ctx, a, *, dim=None, keepdim=False):
 
 
 sum_ = register("sum", infer=_sum_infer, kernel=_sum_kernel, lower=array_rule(_sum_lower),
-                vjp=(lambda g, out, a, *, dim=None, keepdim=False:
+                supports_out=True, vjp=(lambda g, out, a, *, dim=None, keepdim=False:
                      expand_reduced(g, a.shape, dim, keepdim),))
 
 

@@ -225,8 +225,8 @@ def _concat_lower(ctx, *xs, dim):
 
 concat = register("concat", infer=_concat_infer, variadic=True,
                   lower=array_rule(_concat_lower, inlines=True),
-                  kernel=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim),
-                  vjp=(_concat_grad,))
+                  kernel=lambda xp, *xs, dim, out=None: xp.concatenate(xs, axis=dim, out=out),
+                  supports_out=True, vjp=(_concat_grad,))
 
 
 def _concat_backward_infer(g, *sources, dim, index, sizes):

@@ -155,8 +155,9 @@ class _BlockEmitter:
             fs.line(f"{ident} = _fix({call.expr()}, {fs.dtype_const(info[1].np)})", where)
 
     def _region(self, region, where) -> None:
-        """One call of a compiled region; its outputs planned in the arena are copied there,
-        so operators after it find them where the plan says (in-place updates included)."""
+        """One call of a compiled region. Its outputs are planned on the heap (see
+        :func:`_compile_program`); one planned in the arena all the same is copied there, so
+        operators after it find it where the plan says (in-place updates included)."""
         fs = self.fs
         function = fs.const(self.regions_functions[region.name], region.name)
         contig = fs.const(np.ascontiguousarray, "_contig")  # the regions take C arrays
@@ -290,6 +291,17 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
                 if op.type in registry and not registry[op.type].supports_out]
     alignment = DEFAULT_ALIGNMENT if xp is np else 256  # cudaMalloc's own alignment on GPU
     memory = plan_arena(program, feed_shapes, fetch_names, heap=heap, alignment=alignment)
+    lowered = None
+    if lower and xp is np:
+        from .lowering import lower_program
+        lowered = lower_program(program, memory.metas, fetch_names)
+        if lowered is not None and lowered.regions:
+            # a region returns new arrays and materializes nothing inside it: its values take
+            # no arena space (an output copied into the arena is one more pass over it)
+            produced = [n for region in lowered.regions for op in region.ops
+                        for n in op.outputs]
+            memory = plan_arena(program, feed_shapes, fetch_names, heap=heap + produced,
+                                alignment=alignment)
     arena = xp.empty(memory.arena_bytes, dtype=np.uint8)
 
     fs = FunctionSource("run_plan", xp)
@@ -319,11 +331,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     env_line = len(fs.lines)
     emitter = _BlockEmitter(fs, block, slots, memory.liveness, memory.metas, memory.op_infos,
                             memory, buffers, poison_after)
-    lowered = None
-    if lower and xp is np:
-        from .lowering import lower_program
-        lowered = lower_program(program, memory.metas, fetch_names)
-        emitter.regions_functions = lowered.functions if lowered is not None else {}
+    emitter.regions_functions = lowered.functions if lowered is not None else {}
     emitter.emit(lowered)
     if emitter.uses_env:
         fs.insert(env_line, f"_env = [None] * {len(slots)}")

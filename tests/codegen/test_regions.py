@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -316,3 +317,41 @@ def test_cache_directory_keeps_the_most_recently_used_modules(tmp_path):
     assert {p.name.split(".", 1)[0] for p in pycache.iterdir()} == stems
     assert (tmp_path / "other.py").exists()
     assert cache.prune(str(tmp_path), max_modules=8) == 0  # within bounds now
+
+
+def test_region_values_take_no_arena_space_and_are_not_copied(need_numba):
+    """A region returns new arrays: its outputs live on the heap (no copy into the arena) and
+    the values inside it are never materialized, so they are not planned at all."""
+    prog, y = _mixed_program()
+    x = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
+    interpreted = Executor().compile(prog, feed={"x": x}, fetch_list=[y])
+    compiled = Executor(backend="compiled").compile(prog, feed={"x": x}, fetch_list=[y])
+    # no region output copied into an arena view (an op's own result still may be)
+    assert not re.search(r"_copyto\(_buf_(\w+), \1\)", compiled.source), compiled.source
+    produced = {n for r in compiled.lowering.regions for op in r.ops for n in op.outputs}
+    assert produced and not produced & set(compiled.memory.offsets)
+    assert compiled.memory.arena_bytes < interpreted.memory.arena_bytes
+    got = Executor(backend="compiled").run(prog, feed={"x": x}, fetch_list=[y],
+                                           return_numpy=True)[0]
+    want = Executor().run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_training_calls_reuse_both_plans_without_a_lookup(need_numba, monkeypatch):
+    """Once tiering is done, a training step runs the forward and the backward plan straight
+    from their own slots: the executor's cache lookup (feed dict, key) is not repeated."""
+    x = hf.tensor(np.random.default_rng(3).standard_normal((2, 2, 3)).astype(np.float32))
+    hf.manual_seed(0)
+    model = hf.jit.to_static(TinyCellLoop(), backend="compiled")
+    model(x).sum().backward()
+    expected = [p.grad.numpy().copy() for p in model.parameters()]
+    executor = model.forward._last.executor
+    lookups = []
+    original = executor._lookup
+    monkeypatch.setattr(executor, "_lookup", lambda *a, **k: lookups.append(1) or original(*a, **k))
+    for _ in range(3):
+        model.zero_grad()
+        model(x).sum().backward()
+        for p, e in zip(model.parameters(), expected):
+            np.testing.assert_array_equal(p.grad.numpy(), e)
+    assert lookups == []

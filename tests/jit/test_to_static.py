@@ -96,6 +96,9 @@ def test_get_code_and_programs():
     assert "digraph" in program.to_dot()
     f(hf.ones(3))
     assert f.concrete_program is not None
+    # the program a call runs is the one get_program returns: no second trace
+    assert f.get_program(hf.ones(3)) is f.concrete_program
+    assert len(f.signatures()) == 1
 
 
 class Net(nn.Module):
@@ -239,3 +242,21 @@ def test_recurrent_layers_without_a_state_run_with_a_dynamic_batch(make, spec, s
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
     assert static.forward.cache_info().programs == 1
+
+
+def doubled_sum(x):
+    return (x * 2.0).sum() + x[:1] * 0.0
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "auto"])
+def test_a_dynamic_dim_alternating_between_calls_never_runs_a_stale_plan(backend, monkeypatch):
+    """One program serves every length (InputSpec); each length has its own plan, and with
+    ``auto`` a length's plan is replaced once it tiers up. Calls that alternate lengths, and
+    calls that repeat one, must each run the plan of their own shape."""
+    monkeypatch.setenv("HYBRIDFW_TIER_BACKGROUND", "0")
+    f = hf.jit.to_static(doubled_sum, input_spec=[hf.jit.InputSpec([None], "float32")],
+                         backend=backend, tier_after=2)
+    for n in (3, 3, 3, 3, 5, 5, 5, 3, 3, 5, 4, 4, 4, 4, 3):
+        x = np.arange(n, dtype=np.float32)
+        np.testing.assert_allclose(f(hf.tensor(x)).numpy(), [2 * x.sum()])
+    assert len(f.signatures()) == 1
