@@ -13,6 +13,7 @@ import math
 from ..backend import device as as_device
 from ..dtypes import as_dtype, bool_, float32
 from ..random import generator
+from .lowering_rules import elementwise_rule
 from .registry import onnx_rules, register
 
 
@@ -44,7 +45,13 @@ def _full_kernel(xp, *like, shape=None, value, dtype, device):
     return xp.full(_result_shape("full", like, shape), value, dtype=as_dtype(dtype).np)
 
 
-full = register("full", infer=_full_infer, kernel=_full_kernel)
+def _full_lower(ctx, *like, shape=None, value, dtype, device):
+    """Every element is ``value`` (in the result dtype): readers inline the constant."""
+    return ctx.const(value)
+
+
+full = register("full", infer=_full_infer, kernel=_full_kernel,
+                lower=elementwise_rule(_full_lower, values=()))
 
 
 def arange_length(start, stop, step) -> int:

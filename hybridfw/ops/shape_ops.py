@@ -141,7 +141,17 @@ def sum_to(g, shape):
     return g
 
 
+def _broadcast_to_lower(in_shape, out_shape, *, shape):
+    """Dims of size 1 (and the new leading ones) read index 0; the others keep their index."""
+    offset = len(out_shape) - len(in_shape)
+
+    def mapping(idx):
+        return ["0" if s == 1 else idx[offset + k] for k, s in enumerate(in_shape)]
+    return mapping
+
+
 broadcast_to = register("broadcast_to", infer=_broadcast_to_infer, view=True,
+                        lower=view_rule(_broadcast_to_lower),
                         kernel=lambda xp, a, *, shape:
                         xp.broadcast_to(a, _broadcast_to_infer(a, shape=shape)[0]),
                         vjp=(lambda g, out, a, *, shape: sum_to(g, a.shape),))

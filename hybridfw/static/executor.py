@@ -44,7 +44,7 @@ from ..ops.registry import TensorMeta, all_ops
 from .codegen import OUT_UPDATES_INPUT0, FunctionSource, OpCall, operator_at, runtime_helpers
 from .ir import Block, Program, Variable, format_origin
 from .liveness import analyze_block
-from .loop_stack import LoopStack, new_loop_stack
+from .loop_stack import LoopStack, stacked_loop_stack, stacked_records
 from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena
 
 __all__ = [
@@ -161,14 +161,24 @@ class _BlockEmitter:
         fs = self.fs
         function = fs.const(self.regions_functions[region.name], region.name)
         contig = fs.const(np.ascontiguousarray, "_contig")  # the regions take C arrays
-        args = ", ".join(f"{contig}({fs.ident(n)})" if len(self.metas[n].shape) else
-                         fs.ident(n) for n in region.inputs)
+        args = []
+        for name in region.inputs:
+            stack = region.stack_inputs.get(name)
+            if stack is not None:  # a loop stack while_grad reads: its records, stacked
+                index, forms = stack
+                forms = tuple((shape, np.dtype(dt[3:])) for shape, dt in forms)
+                args.append(f"{fs.const(stacked_records, 'stacked_records')}({fs.ident(name)}, "
+                            f"{fs.const(tuple(index), 'index')}, {fs.const(forms, 'forms')})")
+            elif len(self.metas[name].shape):
+                args.append(f"{contig}({fs.ident(name)})")
+            else:
+                args.append(fs.ident(name))
         targets = ", ".join(fs.ident(n) for n in region.outputs)
         comma = "," if len(region.outputs) == 1 else ""
-        fs.line(f"{targets}{comma} = {function}({args})" if region.outputs else
-                f"{function}({args})", where)
+        fs.line(f"{targets}{comma} = {function}({', '.join(args)})" if region.outputs else
+                f"{function}({', '.join(args)})", where)
         for name in region.records:  # a differentiated loop's records: the stack token
-            token = fs.const(new_loop_stack, "new_loop_stack")
+            token = fs.const(stacked_loop_stack, "stacked_loop_stack")
             fs.line(f"{fs.ident(name)} = {token}({fs.ident(name)})", where)
         for name in region.outputs:
             if name in region.records:

@@ -25,15 +25,22 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LoopStack", "new_loop_stack"]
+__all__ = ["LoopStack", "new_loop_stack", "stacked_loop_stack", "stacked_records"]
 
 
 class LoopStack(np.ndarray):
     """An empty int64 array whose ``records`` (one tuple of arrays per forward iteration) are
-    shared by its copies and views."""
+    shared by its copies and views.
+
+    ``stacked``, when set, holds the same records as ``(count, item_0, item_1, ...)``: item ``j``
+    of every record in one array of shape ``(count, *shape_j)`` (record ``k`` is ``item_j[k]``).
+    A compiled loop produces and reads that form: a list of tuples of arrays is slow to cross
+    into numba and back (each element boxed), one array per item is not.
+    """
 
     def __array_finalize__(self, obj) -> None:
         self.records = getattr(obj, "records", None)
+        self.stacked = getattr(obj, "stacked", None)
 
 
 def new_loop_stack(records: list) -> LoopStack:
@@ -41,3 +48,33 @@ def new_loop_stack(records: list) -> LoopStack:
     token = np.empty((0,), dtype=np.int64).view(LoopStack)
     token.records = records
     return token
+
+
+def stacked_loop_stack(stacked: tuple) -> LoopStack:
+    """A new token from records in stacked form ``(count, item_0, ...)``; its ``records`` are
+    views of the stacked arrays (``item[k, ...]``: a 0-d array for a scalar item, as the
+    interpreted loop records it)."""
+    count, items = int(stacked[0]), stacked[1:]
+    token = new_loop_stack([tuple([item[k, ...] for item in items]) for k in range(count)])
+    token.stacked = (count, *items)
+    return token
+
+
+def stacked_records(token, index, forms) -> tuple:
+    """``(count, item_index[0], item_index[1], ...)``: the items ``index`` of ``token``'s records
+    in stacked form, C-contiguous. Zero-copy when the forward loop was compiled (the token
+    carries the stacked form); stacked here from the list of tuples otherwise (``forms``:
+    ``(shape, numpy dtype)`` of each item, for a loop that ran no iteration)."""
+    stacked = getattr(token, "stacked", None)
+    if stacked is not None:
+        return (stacked[0], *[stacked[1 + j] for j in index])
+    records = getattr(token, "records", None)
+    if records is None:
+        raise RuntimeError(f"while_grad: the loop stack holds no records of a forward while_loop "
+                           f"run (got a {type(token).__name__}); feed it the value a run of the "
+                           "forward loop produced for it (a LoopStack)")
+    count = len(records)
+    if not count:
+        return (0, *[np.empty((0, *shape), dtype) for shape, dtype in forms])
+    return (count, *[np.stack([r[j] for r in records]).astype(dtype, copy=False)
+                     for j, (_, dtype) in zip(index, forms)])

@@ -137,10 +137,10 @@ def _rnn(x, w, u, n):
 
 
 @pytest.mark.parametrize("steps", [6, 1])  # 1: the loop body never runs, no records
-def test_training_through_a_while_loop_compiles_its_forward(need_numba, steps):
-    """The differentiated while (it records x[t], h... per iteration for while_grad) compiles
-    whole, x[t] with a 0-d index tensor included; gradients equal the interpreter's and eager
-    autograd's."""
+def test_training_through_a_while_loop_compiles_forward_and_backward(need_numba, steps):
+    """The differentiated while (it records x[t], h... per iteration) compiles whole, x[t]
+    with a 0-d index tensor included, and so does its while_grad (reading the records in
+    their stacked form); gradients equal the interpreter's and eager autograd's."""
     rng = np.random.default_rng(8)
     x = hf.tensor(rng.standard_normal((6, 4, 3)).astype(np.float32))
     w0 = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
@@ -156,8 +156,9 @@ def test_training_through_a_while_loop_compiles_its_forward(need_numba, steps):
         results[backend] = (out.detach().numpy(), *grads)
         if backend == "compiled":
             assert "while" in _compiled_kinds(fn), fn.compile_report()
-            forward = fn.compile_report().split("backward program:")[0]
+            forward, backward = fn.compile_report().split("backward program:")
             assert "interpreted:" not in forward, forward  # the whole forward is one region
+            assert "while_grad" in backward and "interpreted:" not in backward, backward
     for got, want in zip(results["compiled"], results["interpreted"]):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     for got, want in zip(results["compiled"], results["eager"]):
@@ -179,3 +180,65 @@ def test_an_index_tensor_out_of_range_raises_in_a_compiled_loop(need_numba):
         with pytest.raises(IndexError):
             g(x, hf.tensor(4))
     assert "while" in _compiled_kinds(g), g.compile_report()
+
+
+def _rnn_program(steps):
+    """A static program: an RNN over a data-dependent ``while`` and its gradients (the
+    loop and its while_grad in one program), float64."""
+    S = hf.static
+    hf.manual_seed(4)
+    w = (hf.randn(3, 4, dtype=hf.float64) * 0.5).requires_grad_(True)
+    u = (hf.randn(4, 4, dtype=hf.float64) * 0.5).requires_grad_(True)
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [6, 2, 3], "float64")
+        n = S.data("n", [], "int64")
+        h0 = S.data("h0", [2, 4], "float64")
+        _, h = S.nn.while_loop(lambda t, h: t < n,
+                               lambda t, h: (t + 1, hf.tanh(x[t] @ w + h @ u)), [0, h0 * 1.5])
+        loss = (h * h).sum()
+        grads = S.gradients(loss, [w, u, h0])
+    return prog, [loss, *grads]
+
+
+@pytest.mark.parametrize("steps", [0, 1, 5])
+def test_a_while_and_its_gradient_in_one_program_compile_together(need_numba, steps):
+    """One program with the loop and its while_grad: the region hands the stacked records from
+    one to the other (never leaving numba); results equal the interpreter's."""
+    prog, fetch = _rnn_program(steps)
+    rng = np.random.default_rng(5)
+    feed = {"x": rng.standard_normal((6, 2, 3)), "n": np.array(steps),
+            "h0": rng.standard_normal((2, 4))}
+    want = hf.static.Executor().run(prog, feed=feed, fetch_list=fetch, return_numpy=True)
+    exe = hf.static.Executor(backend="compiled")
+    got = exe.run(prog, feed=feed, fetch_list=fetch, return_numpy=True)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    regions = exe.compile(prog, feed=feed, fetch_list=fetch).lowering.regions
+    together = [r for r in regions if {"while", "while_grad"} <= {op.type for op in r.ops}]
+    assert together, [r.describe() for r in regions]
+
+
+def test_a_compiled_backward_reads_the_records_of_an_interpreted_forward(need_numba,
+                                                                        monkeypatch):
+    """When the forward loop stays interpreted (its records a list of tuples), the compiled
+    while_grad gets them stacked by the executor; gradients equal the interpreter's."""
+    from hybridfw.static.lowering import emit
+
+    def refuse(self, op):
+        raise emit.Unsupported("kept interpreted by the test")
+    monkeypatch.setattr(emit.RegionEmitter, "_while", refuse)
+    rng = np.random.default_rng(9)
+    x = hf.tensor(rng.standard_normal((6, 4, 3)).astype(np.float32))
+    w0 = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
+    u0 = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
+    grads = {}
+    for backend in ("interpreted", "compiled"):
+        w, u = hf.tensor(w0, requires_grad=True), hf.tensor(u0, requires_grad=True)
+        fn = hf.jit.to_static(_rnn, backend=backend)
+        fn(x, w, u, hf.tensor(5)).sum().backward()
+        grads[backend] = (w.grad.numpy(), u.grad.numpy())
+    kinds = _compiled_kinds(fn)
+    assert "while_grad" in kinds and "while" not in kinds, fn.compile_report()
+    for got, want in zip(grads["compiled"], grads["interpreted"]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

@@ -27,7 +27,7 @@ BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maxim
 
 def test_every_elementwise_rule_is_covered():
     lowered = {n for n, op in all_ops().items() if op.lower is not None and op.lower.elementwise}
-    assert lowered - set(UNARY) - set(BINARY) == {"where", "clamp", "cast"}
+    assert lowered - set(UNARY) - set(BINARY) == {"where", "clamp", "cast", "full"}
 
 
 def _values(shape, dtype):
@@ -124,6 +124,25 @@ def test_where_clamp_cast(need_numba):
                   ("clamp", [_values((5,), dt)], {"min": 0.5})]
     cases += [("cast", [_values((6,), src)], {"dtype": hf.as_dtype(dst)})
               for src in ("float32", "int64", "bool") for dst in ("float64", "int32", "bool")]
+    assert _compare(cases) == len(cases)
+
+
+def test_full_and_broadcast_to(need_numba):
+    """Constants (a gradient's seed) and broadcasts of them or of arrays, inlined by readers."""
+    cpu = hf.device("cpu")
+    cases = [("full", [], {"shape": (3, 4), "value": 2.5, "dtype": hf.float32, "device": cpu}),
+             ("full", [], {"shape": (), "value": -7, "dtype": hf.int64, "device": cpu}),
+             ("full", [], {"shape": (2,), "value": float("nan"), "dtype": hf.float64,
+                           "device": cpu}),
+             ("full", [], {"shape": (2, 2), "value": float("-inf"), "dtype": hf.float32,
+                           "device": cpu}),
+             ("full", [], {"shape": (3,), "value": True, "dtype": hf.bool, "device": cpu}),
+             ("full", [_values((3, 4), "float32")], {"value": 3, "dtype": hf.int32,
+                                                     "device": cpu}),
+             ("broadcast_to", [_values((4,), "float32")], {"shape": (3, 4)}),
+             ("broadcast_to", [_values((3, 1), "int32")], {"shape": (2, 3, 5)}),
+             ("broadcast_to", [_values((), "float64")], {"shape": (2, 2)}),
+             ("broadcast_to", [_values((), "int64")], {"shape": ()})]
     assert _compare(cases) == len(cases)
 
 

@@ -40,6 +40,8 @@ import logging
 import os
 import time
 
+import numpy as np
+
 from .cache import CACHE_ENV_VAR, cache_dir, load_module
 from .emit import VECTOR_FLOAT32, Unsupported
 from .regions import Region, plan_regions, region_source
@@ -175,6 +177,12 @@ def _compile_eagerly(numba, function, region, metas, program) -> None:
     block = program.global_block()
     types = []
     for name in region.inputs:
+        stack = region.stack_inputs.get(name)
+        if stack is not None:  # (count, item arrays...): see loop_stack.stacked_records
+            types.append(numba.types.Tuple((numba.types.int64, *[
+                numba.types.Array(numba.from_dtype(np.dtype(dt[3:])), len(shape) + 1, "C")
+                for shape, dt in stack[1]])))
+            continue
         meta = metas.get(name) or block.var(name)
         ndim = len(meta.shape)
         types.append(numba.types.Array(numba.from_dtype(meta.dtype.np), ndim, "C",

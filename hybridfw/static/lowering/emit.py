@@ -61,14 +61,18 @@ class Array:
         self.name, self.shape, self.dtype = name, tuple(shape), dtype
 
 
-class Records:
-    """The records a differentiated ``while`` pushes for its backward: a list of tuples of
-    arrays (the region returns it; the executor wraps it in a ``LoopStack`` token)."""
+class Stacked:
+    """A differentiated ``while``'s records in stacked form (see
+    :class:`~hybridfw.static.loop_stack.LoopStack`): ``count`` (a local) and one array per
+    record item, of shape ``(count, *shape)``. A loop of the region makes it (the region
+    returns ``(count, item_0, ...)``, the executor wraps it in a ``LoopStack`` token), or it
+    arrives as an argument of that form for a ``while_grad`` (``items`` then holds only the
+    items that ``while_grad`` reads, in its ``saved_index`` order)."""
 
-    __slots__ = ("name",)
+    __slots__ = ("count", "items")
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, count, items):
+        self.count, self.items = count, list(items)
 
 
 class Deferred:
@@ -184,7 +188,8 @@ class RegionEmitter:
         self.lines: list = []
         self.depth = 1
         self.values: dict = {}
-        self.records: set = set()  # names of Records values (the loop stacks)
+        self.records: set = set()  # names of the loop stacks the region makes (Stacked)
+        self.stack_inputs: dict = {}  # input name -> (saved_index, item forms) of its reader
         self._memo: list = [{}]
         self._count = 0
 
@@ -223,7 +228,14 @@ class RegionEmitter:
 
     # ---- values ---------------------------------------------------------------------------
     def bind_input(self, name: str, arg: str) -> None:
-        """Region input ``name`` arrives as the array argument ``arg``."""
+        """Region input ``name`` arrives as the array argument ``arg`` (a loop stack that a
+        ``while_grad`` of the region reads: as a tuple ``(count, item, ...)``, see
+        :class:`Stacked`)."""
+        grads = [op for _, op in self.readers.get(name, ())
+                 if op.type == "while_grad" and op.inputs[0] == name]
+        if grads:
+            self._bind_stack(name, arg, grads)
+            return
         meta = self.meta(name)
         dt = numba_dtype(meta.dtype)
         shape = _known(meta.shape, f"input {name!r}")
@@ -234,13 +246,33 @@ class RegionEmitter:
             self.line(f"{local} = {arg}[()]")
             self.values[name] = Scalar(local, dt)
 
+    def _bind_stack(self, name: str, arg: str, readers) -> None:
+        index = tuple(readers[0].attrs["saved_index"])
+        forms = []
+        for saved in readers[0].attrs["saved_args"]:
+            meta = self.meta(saved)
+            forms.append((_known(meta.shape, f"saved value {saved!r}"), numba_dtype(meta.dtype)))
+        for op in readers[1:]:
+            if tuple(op.attrs["saved_index"]) != index:
+                raise Unsupported(f"loop stack {name!r} read by while_grads of different "
+                                  "records")
+        count = self.temp("n")
+        self.line(f"{count} = {arg}[0]")
+        items = []
+        for j, (shape, dt) in enumerate(forms):
+            item = self.temp("st")
+            self.line(f"{item} = {arg}[{j + 1}]")
+            items.append(Array(item, (-1, *shape), dt))
+        self.values[name] = Stacked(count, items)
+        self.stack_inputs[name] = (index, forms)
+
     def value(self, operand):
         if isinstance(operand, str):
             try:
                 value = self.values[operand]
             except KeyError:
                 raise Unsupported(f"value {operand!r} is not available in the region") from None
-            if isinstance(value, Records):
+            if isinstance(value, Stacked):
                 raise Unsupported(f"a loop's records ({operand!r}) read inside the region")
             return value
         if operand.__class__ in (int, float, bool):
@@ -294,6 +326,8 @@ class RegionEmitter:
     def emit_op(self, block, op) -> None:
         if op.type == "while":
             self._while(op)
+        elif op.type == "while_grad":
+            self._while_grad(op)
         elif op.type == "cond":
             self._cond(op)
         elif op.type == "fused_elementwise":
@@ -324,7 +358,8 @@ class RegionEmitter:
         shape = _known(shape, f"{opdef.name}'s result")
         out_dt = numba_dtype(rdtype)
         cast = rule.values if rule.values is not None else range(len(operands))
-        compute = cdtype or result_type(*[metas[k] for k in cast])
+        # no operand values cast (a constant such as ``full``): computed in the result dtype
+        compute = cdtype or (result_type(*[metas[k] for k in cast]) if cast else rdtype)
         tensors = [v for v in operands if isinstance(v, (Scalar, Array, Deferred))]
         if compute.is_floating_point and tensors and all(v.dtype == "np.bool_" for v in tensors):
             # the executor leaves bool operands uncast: numpy then picks its smallest loop
@@ -412,10 +447,16 @@ class RegionEmitter:
     def _view(self, op, opdef, rule, operands) -> None:
         """A view: readers index operand 0 through the rule's mapping (no copy)."""
         base = operands[0]
-        if not isinstance(base, (Array, Deferred)):
-            raise Unsupported(f"{op.type} of a 0-d value or a Python number")
+        if not isinstance(base, (Array, Deferred, Scalar)):
+            raise Unsupported(f"{op.type} of a Python number")
         shape, _, _ = opdef.infer(*self._metas(operands), **op.attrs)
         shape = _known(shape, f"{op.type}'s result")
+        if isinstance(base, Scalar):  # every element of a view of a 0-d value is that value
+            if len(operands) > 1:
+                raise Unsupported(f"{op.type} of a 0-d value with index tensors")
+            self.values[op.outputs[0]] = base if not shape else \
+                Deferred(lambda idx: base.name, shape, base.dtype)
+            return
         index = []
         for value in operands[1:]:
             if not isinstance(value, Scalar):
@@ -496,22 +537,76 @@ class RegionEmitter:
         for name, var in zip(op.outputs[:count], loop_vars):
             self.values[name] = var
         if records is not None:
-            self.values[stack] = Records(records)
+            self.values[stack] = self._stacked(records, attrs["saved"])
             self.records.add(stack)
 
     def _record_item(self, value, name: str) -> str:
-        """An array the record owns: a copy, a new array, or a scalar boxed as a 0-d array."""
+        """A record item: the array or scalar itself. Nothing in a region writes into an array
+        after making it, and the records are copied into their stacked form before the
+        region returns (:meth:`_stacked`), so a reference is enough."""
         if value.__class__ in (int, float, bool):
             raise Unsupported(f"a Python number ({name!r}) in a loop's records")
         self._check_form(name, value)
-        if isinstance(value, Scalar):
-            box = self.temp("r")
-            self.line(f"{box} = np.empty((), {value.dtype})")
-            self.line(f"{box}[()] = {value.name}")
-            return box
-        if isinstance(value, Deferred):
-            return self.materialize(value).name  # a new array already
-        return f"{value.name}.copy()"
+        return self.materialize(value).name
+
+    def _stacked(self, records: str, names) -> Stacked:
+        """After the loop: the list of record tuples copied into one array per item."""
+        count = self.temp("n")
+        self.line(f"{count} = len({records})")
+        items = []
+        for j, name in enumerate(names):
+            meta = self.meta(name)
+            shape, dt = _known(meta.shape, f"recorded value {name!r}"), numba_dtype(meta.dtype)
+            item, k = self.temp("st"), self.temp("k")
+            self.line(f"{item} = np.empty(({count}, {''.join(f'{s}, ' for s in shape)}), {dt})")
+            self.line(f"for {k} in range({count}):")
+            self.line(f"    {item}[{k}] = {records}[{k}][{j}]")
+            items.append(Array(item, (-1, *shape), dt))
+        return Stacked(count, items)
+
+    def _while_grad(self, op) -> None:
+        """The backward of a differentiated ``while``: its body once per record, last first
+        (as :mod:`hybridfw.static.control_flow` runs it), each record's saved values read from
+        the stacked items."""
+        attrs = op.attrs
+        (body,) = op.blocks
+        source = self.values.get(op.inputs[0])
+        if not isinstance(source, Stacked):
+            raise Unsupported(f"while_grad's stack {op.inputs[0]!r} is not a loop's records")
+        if op.inputs[0] in self.stack_inputs:  # an argument: the items while_grad reads
+            items = source.items
+        else:  # made by a loop of this region: every item it records
+            items = [source.items[j] for j in attrs["saved_index"]]
+        count = len(attrs["body_args"])
+        loop_vars = []
+        for k, name in enumerate(op.inputs[1:1 + count]):
+            value = self.as_loop_value(self.value(name))
+            self._check_form(attrs["body_args"][k], value)
+            var = self.temp("lv")
+            self.line(f"{var} = {value.name}")
+            loop_vars.append(_like(value, var))
+        k = self.temp("k")
+        self.line(f"for {k} in range({source.count} - 1, -1, -1):")
+        with self.indented():
+            for name, item in zip(attrs["saved_args"], items):
+                local = self.temp("sv")
+                self.line(f"{local} = {item.name}[{k}]")
+                shape = item.shape[1:]
+                self.values[name] = Array(local, shape, item.dtype) if shape else \
+                    Scalar(local, item.dtype)
+            for name, var in zip(attrs["body_args"], loop_vars):
+                self.values[name] = var
+            self.emit_ops(body, body.ops)
+            new = []
+            for name in attrs["body_outputs"]:
+                value = self.as_loop_value(self.value(name))
+                self._check_form(name, value)
+                new.append(value.name)
+            targets = ", ".join(v.name for v in loop_vars)
+            self.line(f"{targets}{',' if count == 1 else ''} = {', '.join(new)}"
+                      f"{',' if count == 1 else ''}")
+        for name, var in zip(op.outputs, loop_vars):
+            self.values[name] = var
 
     def _cond(self, op) -> None:
         pred = self.scalar(self.value(op.inputs[0]), "the cond predicate")
@@ -539,8 +634,10 @@ class RegionEmitter:
     def return_line(self, names) -> None:
         results = []
         for name in names:
-            if isinstance(self.values.get(name), Records):
-                results.append(self.values[name].name)
+            stacked = self.values.get(name)
+            if isinstance(stacked, Stacked):
+                results.append(f"({', '.join([stacked.count] + [a.name for a in stacked.items])}"
+                               f"{',' if not stacked.items else ''})")
                 continue
             value = self.materialize(self.value(name))
             if isinstance(value, Scalar):

@@ -14,7 +14,7 @@ from .emit import RegionEmitter, Unsupported
 
 __all__ = ["Region", "plan_regions", "region_source"]
 
-_CONTROL = ("while", "cond", "fused_elementwise")
+_CONTROL = ("while", "while_grad", "cond", "fused_elementwise")
 
 # Outside loops, an array operator (matmul, a reduction) on more elements than this stays an
 # executor call, splitting the region: numpy's kernel for it (BLAS, pairwise summation) is as
@@ -32,12 +32,17 @@ class Region:
     """Operators ``start``..``stop - 1`` of the global block, compiled as function ``name``."""
 
     __slots__ = ("name", "start", "stop", "inputs", "outputs", "body", "ops", "arg_types",
-                 "records")
+                 "records", "stack_inputs")
 
-    def __init__(self, name, start, stop, ops, inputs, outputs, body, records=()):
+    def __init__(self, name, start, stop, ops, inputs, outputs, body, records=(),
+                 stack_inputs=None):
         self.name, self.start, self.stop = name, start, stop
         self.ops, self.inputs, self.outputs, self.body = ops, inputs, outputs, body
-        self.records = tuple(records)  # outputs that are a loop's records (a list of tuples)
+        # outputs that are a loop's records, returned stacked: (count, item_0, item_1, ...)
+        self.records = tuple(records)
+        # inputs that are loop stacks a while_grad reads: name -> (saved_index, item forms),
+        # passed as (count, the items read...) (see hybridfw.static.loop_stack.stacked_records)
+        self.stack_inputs = dict(stack_inputs or {})
 
     def describe(self) -> str:
         kinds = ", ".join(dict.fromkeys(op.type for op in self.ops))
@@ -89,7 +94,7 @@ def _boundary(ops, later_reads: set, fetch: set):
 
 def _check(meta, readers, block, op):
     """None when ``op`` lowers on its own, else the reason."""
-    if op.type not in ("while", "cond"):
+    if op.type not in ("while", "while_grad", "cond"):
         operands = len(set(op.input_names()))
         if operands > MAX_OPERANDS:
             return (f"{op.type} reads {operands} arrays (> {MAX_OPERANDS}): a compiled loop "
@@ -156,13 +161,20 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
                          for i in range(start, stop)]
             continue
         region = Region(f"region_{len(regions)}", start, stop, run_ops, inputs, outputs,
-                        emitter.lines, [n for n in outputs if n in emitter.records])
+                        emitter.lines, [n for n in outputs if n in emitter.records],
+                        emitter.stack_inputs)
         # the argument types are part of the source: one module (and numba cache) per signature
-        region.arg_types = [f"{meta(n).dtype.name}[{', '.join(':' * len(meta(n).shape))}]"
-                            for n in inputs]
+        region.arg_types = [_arg_type(meta(n), region.stack_inputs.get(n)) for n in inputs]
         regions.append(region)
     left_out.sort(key=lambda item: item[0])
     return regions, left_out
+
+
+def _arg_type(meta, stack) -> str:
+    if stack is None:
+        return f"{meta.dtype.name}[{', '.join(':' * len(meta.shape))}]"
+    return "(int64, " + "".join(f"{dt[3:]}[{', '.join(':' * (len(shape) + 1))}], "
+                                for shape, dt in stack[1]) + ")"
 
 
 def _is_view(op) -> bool:
