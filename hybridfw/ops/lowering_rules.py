@@ -12,7 +12,8 @@ that ``numba.njit`` compiles. Two kinds:
   ``ctx.vector(name, *args)`` that version alone (None when there is none). The lowering casts the expression to the op's result dtype, loops over the
   broadcast output shape and inlines chains of such ops into one loop.
 - :func:`array_rule`: ``rule(ctx, *operands, **attrs) -> local name`` for a whole value; ``ctx``
-  gives the operands' shapes, materialized arrays, element access and loops (see
+  gives the operands' shapes, materialized arrays, element access, loops and ``gemm`` (a call
+  of numpy's BLAS for a matrix product, None where it was not found; see
   ``hybridfw.static.lowering.emit.ArrayContext``). ``inlines=True`` marks a rule that reads its
   operands element by element only (``concat``): an elementwise operand is then computed inside
   the rule's own loops instead of into a temporary.

@@ -4,7 +4,8 @@ From a program's global block, runs of lowerable operators (:mod:`.regions`) bec
 generated Python function each (:mod:`.emit`), which ``numba.njit`` compiles: elementwise chains
 and ``fused_elementwise`` groups one loop with no temporaries (float32 ``exp``/``tanh``/``sigmoid``
 written so LLVM vectorizes it, :mod:`.vmath`; slices and permutes read in place), ``while``/``cond`` over scalars
-and small arrays compiled loops, ``sum`` and 2-D ``matmul`` numba's numpy. The executor calls
+and small arrays compiled loops, ``sum`` numba's numpy and 2-D ``matmul`` a call of numpy's own
+BLAS (:mod:`.blas`; ``np.dot`` where that is not found). The executor calls
 each region at its first operator and runs everything else as before (see ``Executor(backend=)``
 and ``hf.jit.to_static(..., backend=)``). What each op lowers to is its ``lower`` rule in the
 op registry (:mod:`hybridfw.ops.lowering_rules`).
@@ -43,7 +44,7 @@ import time
 import numpy as np
 
 from .cache import CACHE_ENV_VAR, cache_dir, load_module
-from .emit import VECTOR_FLOAT32, Unsupported
+from .emit import GEMM, VECTOR_FLOAT32, Unsupported
 from .regions import Region, plan_regions, region_source
 
 __all__ = ["CACHE_ENV_VAR", "NUMBA_ENV_VAR", "Lowered", "Region", "Unsupported", "available",
@@ -128,7 +129,9 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
     parts = ['"""hybridfw compiled regions (generated; see hybridfw.static.lowering)."""',
              "import numpy as np", "import numba",
              "from hybridfw.static.lowering.vmath import " + ", ".join(
-                 f"{fn[4:]} as {fn}" for fn in VECTOR_FLOAT32.values()), ""]
+                 f"{fn[4:]} as {fn}" for fn in VECTOR_FLOAT32.values()),
+             # (also registers the BLAS symbols before numba links cached code calling them)
+             f"from hybridfw.static.lowering.blas import gemm as {GEMM}", ""]
     shared: dict = {}  # identical regions (a loop unrolled by the converter) share one function
     for region in regions:
         key = (tuple(region.body), tuple(region.arg_types))
@@ -138,8 +141,9 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
             shared[key] = region.name
             parts.append(region_source(region))
     source = "\n".join(parts)
-    # numba's cache of a region holds the inlined vmath code: a changed vmath is a new module
-    module = load_module(source, salt=f"numba {numba.__version__} vmath {_vmath_digest()}")
+    # numba's cache of a region holds the inlined vmath and blas code: a changed vmath or blas
+    # (or another BLAS symbol found) is a new module
+    module = load_module(source, salt=f"numba {numba.__version__} {_helpers_digest()}")
     functions, kept, failed = {}, [], set()
     for region in regions:
         function = getattr(module, region.name)
@@ -162,11 +166,17 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
     return Lowered(kept, functions, source, left_out, time.perf_counter() - start)
 
 
-def _vmath_digest() -> str:
-    digest = _state.get("vmath")
+def _helpers_digest() -> str:
+    """The digest of the helper modules the generated code inlines (:mod:`.vmath`,
+    :mod:`.blas`) and of the BLAS symbol this process found."""
+    digest = _state.get("helpers")
     if digest is None:
-        with open(os.path.join(os.path.dirname(__file__), "vmath.py"), "rb") as f:
-            digest = _state["vmath"] = hashlib.sha256(f.read()).hexdigest()[:16]
+        from . import blas
+        h = hashlib.sha256(f"{blas.symbol}".encode())
+        for name in ("vmath.py", "blas.py"):
+            with open(os.path.join(os.path.dirname(__file__), name), "rb") as f:
+                h.update(f.read())
+        digest = _state["helpers"] = h.hexdigest()[:16]
     return digest
 
 

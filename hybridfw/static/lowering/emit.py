@@ -24,7 +24,7 @@ from ...dtypes import result_type
 from ...ops.lowering_rules import ScalarIndex, Unsupported
 from ...ops.registry import TensorMeta, get_op
 
-__all__ = ["NUMBA_DTYPES", "RegionEmitter", "Unsupported"]
+__all__ = ["GEMM", "NUMBA_DTYPES", "RegionEmitter", "Unsupported"]
 
 NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int8": "np.int8",
                 "uint8": "np.uint8", "int16": "np.int16", "int32": "np.int32",
@@ -97,6 +97,8 @@ def _mapped(shape, out_shape, idx) -> list:
 # ufuncs with a vectorizable float32 version in :mod:`.vmath` (the generated module imports it
 # under this name; numba's own calls the C library per element, which stops vectorization)
 VECTOR_FLOAT32 = {"exp": "_hf_exp32", "tanh": "_hf_tanh32", "sigmoid": "_hf_sigmoid32"}
+# :func:`.blas.gemm`, under the name the generated module imports it as
+GEMM = "_hf_gemm"
 
 
 class _ElementContext:
@@ -122,7 +124,7 @@ class _ElementContext:
 class ArrayContext:
     """What an array rule sees: ``shapes`` of its operands, ``out_shape``/``out_dtype`` of its
     result, ``array(k)`` (operand ``k`` materialized), ``element(k, shape, idx)``, ``loop``,
-    ``line``, ``temp`` and ``reduce``."""
+    ``line``, ``temp``, ``reduce`` and ``gemm``."""
 
     def __init__(self, emitter, operands, out_shape, out_dtype):
         self.emitter = emitter
@@ -139,6 +141,14 @@ class ArrayContext:
 
     def element(self, k, shape, idx) -> str:
         return self.emitter.element(self.operands[k], shape, idx)
+
+    def gemm(self, a: str, b: str) -> str | None:
+        """The call of :func:`.blas.gemm` (numpy's own BLAS) on the C-contiguous 2-D float
+        arrays ``a`` and ``b``, or None when that BLAS was not found (the rule then writes
+        ``np.dot``). Looked up here, not in the op's rule, so the ops never import this
+        floor."""
+        from . import blas  # numba is there: only regions being generated get here
+        return f"{GEMM}({a}, {b})" if blas.available else None
 
     def loop(self, shape):
         return self.emitter.loop(shape)

@@ -1,0 +1,153 @@
+"""Matrix products in compiled regions through numpy's own BLAS (``cblas_sgemm``/``dgemm``).
+
+numba compiles ``np.dot`` to a call of SciPy's BLAS (``scipy.linalg.cython_blas``): SciPy is no
+dependency of hybridfw (without it a region with a matmul does not compile at all), and its BLAS
+was slower here than the one numpy bundles: a float32 (32, 128) @ (128, 512) took ~115 µs
+against ~76 µs for numpy's ``@`` (one thread), enough to make a compiled LSTM loop slower than
+the interpreted one. :func:`gemm` calls the ``cblas_?gemm`` of the library numpy itself uses.
+
+Finding it: numpy's wheels bundle scipy-openblas (``numpy.libs/`` on Linux and Windows,
+``numpy/.dylibs/`` on macOS) with ILP64 symbols (``scipy_cblas_sgemm64_``: 64-bit integers); a
+numpy built against a system BLAS links it into its core extension, where ``dlsym`` finds it
+through that module's dependencies. The first of :data:`SYMBOLS` found wins, with the integer
+width its name implies. When none is found, :data:`available` is False and the lowering keeps
+``np.dot`` (``ArrayContext.gemm`` returns None).
+
+Why a symbol name and not a pointer: regions are ``@njit(cache=True)`` and a new process loads
+their machine code from numba's disk cache. A ctypes function (or its address as a constant) in
+compiled code is a "dynamic global" numba refuses to cache, and an address would be wrong in
+another process anyway. So importing this module registers the functions' addresses with LLVM
+under fixed names (``hybridfw_sgemm_i64``, ...), and the compiled code calls those external names,
+which LLVM resolves in whichever process links the code. Every generated module imports this one
+before numba loads its cached code, so the names are always registered first. The integer width
+is part of the name: code compiled for one width never links against the other.
+
+Only imported by generated modules and the lowering (so numba is there).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import llvmlite.binding as llvm
+import llvmlite.ir as lir
+import numba
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["SYMBOLS", "available", "gemm", "library", "symbol"]
+
+# (name with {} for the precision letter, integer bits) in the order they are tried
+SYMBOLS = (("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64),
+           ("scipy_cblas_{}gemm", 32), ("cblas_{}gemm", 32))
+_ROW_MAJOR, _NO_TRANS = 101, 111
+
+
+def _candidate_libraries() -> list:
+    """numpy's bundled BLAS files, then numpy's core extension (whose dependencies hold the
+    BLAS of a numpy built against a system one)."""
+    package = os.path.dirname(np.__file__)
+    found = []
+    for folder in (os.path.join(os.path.dirname(package), "numpy.libs"),
+                   os.path.join(package, ".dylibs")):
+        found += sorted(path for path in glob.glob(os.path.join(folder, "*"))
+                        if "blas" in os.path.basename(path).lower())
+    core = os.path.join(package, "_core")
+    if not os.path.isdir(core):  # numpy 1.x
+        core = os.path.join(package, "core")
+    found += sorted(glob.glob(os.path.join(core, "_multiarray_umath*")))
+    return found
+
+
+def _find() -> tuple:
+    """``(handle, library path, symbol pattern, integer bits, {letter: address})``, or Nones
+    and an empty dict."""
+    for path in _candidate_libraries():
+        try:
+            handle = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for pattern, bits in SYMBOLS:
+            try:
+                addresses = {letter: ctypes.cast(getattr(handle, pattern.format(letter)),
+                                                 ctypes.c_void_p).value for letter in "sd"}
+            except AttributeError:
+                continue
+            return handle, path, pattern, bits, addresses
+    return None, None, None, None, {}
+
+
+# (the handle is kept so the library is never unloaded while compiled code calls into it)
+_handle, library, symbol, _bits, _addresses = _find()
+available = bool(_addresses)
+_names = {}
+if available:
+    for _letter, _address in _addresses.items():
+        _names[_letter] = f"hybridfw_{_letter}gemm_i{_bits}"
+        llvm.add_symbol(_names[_letter], _address)
+
+
+def _gemm_codegen(letter):
+    """The LLVM call ``cblas_?gemm(RowMajor, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c,
+    n)`` for C-contiguous ``a`` (m, k), ``b`` (k, n) and ``c`` (m, n)."""
+    scalar = lir.FloatType() if letter == "s" else lir.DoubleType()
+    integer, enum = lir.IntType(_bits), lir.IntType(32)
+    pointer = scalar.as_pointer()
+    fnty = lir.FunctionType(lir.VoidType(), [enum, enum, enum, integer, integer, integer, scalar,
+                                             pointer, integer, pointer, integer, scalar,
+                                             pointer, integer])
+
+    def codegen(context, builder, signature, args):
+        a, b, c = (context.make_array(ty)(context, builder, value)
+                   for ty, value in zip(signature.args, args))
+        m, k = cgutils.unpack_tuple(builder, a.shape, 2)
+        n = cgutils.unpack_tuple(builder, b.shape, 2)[1]
+        m, n, k = (builder.sext(v, integer) if v.type.width < _bits else
+                   builder.trunc(v, integer) if v.type.width > _bits else v for v in (m, n, k))
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _names[letter])
+        one, zero = lir.Constant(scalar, 1.0), lir.Constant(scalar, 0.0)
+        row_major, no_trans = lir.Constant(enum, _ROW_MAJOR), lir.Constant(enum, _NO_TRANS)
+        builder.call(fn, [row_major, no_trans, no_trans, m, n, k, one, a.data, k, b.data, n,
+                          zero, c.data, n])
+        return context.get_dummy_value()
+    return codegen
+
+
+@intrinsic
+def _gemm_into(typingctx, a, b, c):
+    """``c[...] = a @ b`` by BLAS: three C-contiguous 2-D arrays of one float dtype, shapes
+    already checked (m, n, k > 0, so every leading dimension is valid)."""
+    arrays = (a, b, c)
+    if not available or not all(isinstance(x, types.Array) and x.ndim == 2 and x.layout == "C"
+                                for x in arrays):
+        return None
+    if {x.dtype for x in arrays} not in ({types.float32}, {types.float64}):
+        return None
+    return types.none(a, b, c), _gemm_codegen("s" if a.dtype == types.float32 else "d")
+
+
+@numba.njit(inline="always")
+def gemm(a, b):
+    """``a @ b`` as a new C-contiguous array, for C-contiguous 2-D float32 or float64 ``a``
+    (m, k) and ``b`` (k, n) of one dtype (compiled code only; :data:`available` must be True).
+
+    Example::
+
+        @numba.njit
+        def product(a, b):
+            return gemm(a, b)
+
+        product(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))  # 3.0 everywhere
+    """
+    m, k = a.shape
+    if b.shape[0] != k:
+        raise ValueError("gemm: the operands' inner dimensions differ")
+    n = b.shape[1]
+    if m == 0 or n == 0 or k == 0:  # BLAS rejects a leading dimension of 0
+        return np.zeros((m, n), a.dtype)
+    out = np.empty((m, n), a.dtype)
+    _gemm_into(a, b, out)
+    return out
