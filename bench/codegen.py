@@ -6,7 +6,9 @@ importable), in one run:
 - W5: Collatz from 27 as a to_static ``while`` with an ``if`` (111 iterations), per call
   (target <= 9 us);
 - W4: a hand-written LSTM cell (input 64, hidden 128, batch 32) over 50 steps, forward +
-  backward (target <= 10 ms);
+  backward (target <= 10 ms), with the time of its matrix products alone (numpy, same shapes:
+  a floor no schedule goes below on this machine); and the same cell over a tensor-bound
+  ``while`` loop (one compiled loop forward, one ``while_grad`` backward);
 - the compile time of each program (``backend='compiled'``: first call minus the interpreted
   first call) and the first-call time with tiering (``backend='auto'``, target <= 0.5 s).
 
@@ -45,19 +47,37 @@ def chain(x, a, b, c):
     return x
 
 
+def lstm_cell(x_t, h, c, w_ih, w_hh, bias):
+    """A hand-written LSTM cell (gates i, f, g, o): the new ``(h, c)``."""
+    gates = x_t @ w_ih + h @ w_hh + bias
+    i = gates[:, :HIDDEN].sigmoid()
+    f = gates[:, HIDDEN:2 * HIDDEN].sigmoid()
+    g = gates[:, 2 * HIDDEN:3 * HIDDEN].tanh()
+    o = gates[:, 3 * HIDDEN:].sigmoid()
+    c = f * c + i * g
+    return o * c.tanh(), c
+
+
 def lstm_loop(x, w_ih, w_hh, bias):
-    """A hand-written LSTM cell over the time steps (gates i, f, g, o)."""
+    """The cell over the SEQ time steps (a Python loop: to_static unrolls it)."""
     h = x[0] @ w_ih * 0.0
     h = h[:, :HIDDEN]
     c = h
     for t in range(SEQ):
-        gates = x[t] @ w_ih + h @ w_hh + bias
-        i = gates[:, :HIDDEN].sigmoid()
-        f = gates[:, HIDDEN:2 * HIDDEN].sigmoid()
-        g = gates[:, 2 * HIDDEN:3 * HIDDEN].tanh()
-        o = gates[:, 3 * HIDDEN:].sigmoid()
-        c = f * c + i * g
-        h = o * c.tanh()
+        h, c = lstm_cell(x[t], h, c, w_ih, w_hh, bias)
+    return h
+
+
+def lstm_while(x, w_ih, w_hh, bias, n):
+    """The cell over a tensor-bound ``while`` loop of ``n`` steps: one loop in the program,
+    trained through its records (``while_grad``)."""
+    h = x[0] @ w_ih * 0.0
+    h = h[:, :HIDDEN]
+    c = h
+    t = n * 0
+    while t < n:
+        h, c = lstm_cell(x[t], h, c, w_ih, w_hh, bias)
+        t = t + 1
     return h
 
 
@@ -131,38 +151,43 @@ def w5(torch, repeats):
     return {k: v * 1e6 for k, v in times.items()}, firsts, compiled
 
 
-def w4(torch, repeats):
+def w4(torch, repeats, loop=False):
+    """W4 as written (``lstm_loop``) or, with ``loop``, over a ``while`` (``lstm_while``)."""
+    fn = lstm_while if loop else lstm_loop
     x_np = RNG.standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)
     w_np = [RNG.uniform(-0.1, 0.1, s).astype(np.float32)
             for s in ((INPUT, 4 * HIDDEN), (HIDDEN, 4 * HIDDEN), (4 * HIDDEN,))]
     x = hf.tensor(x_np)
     weights = [hf.tensor(w, requires_grad=True) for w in w_np]
+    extra = [hf.tensor(SEQ)] if loop else []
 
     def step(f):
         def call():
             for w in weights:
                 w.grad = None
-            f(x, *weights).sum().backward()
+            f(x, *weights, *extra).sum().backward()
         return call
-    firsts = first_calls(lstm_loop, [x, *weights], grad=True)
+    firsts = first_calls(fn, [x, *weights, *extra], grad=True)
     compiled, interpreted = firsts["compiled fn"], firsts["interpreted fn"]
     step(interpreted)()
     expected = [w.grad.numpy().copy() for w in weights]
     step(compiled)()
     for w, e in zip(weights, expected):
         check(w.grad.numpy(), e, "W4 gradients compiled vs interpreted", rtol=1e-4)
-    cases = {"hybridfw eager": step(lstm_loop),
+    cases = {"hybridfw eager": step(fn),
              "hybridfw to_static interpreted": step(interpreted),
-             "hybridfw to_static compiled": step(compiled),
-             "floor: its matmuls alone (numpy)": matmul_floor(compiled, [x, *weights])}
+             "hybridfw to_static compiled": step(compiled)}
+    if not loop:  # (in the loop, matmuls run inside the compiled region)
+        cases["floor: its matmuls alone (numpy)"] = matmul_floor(compiled, [x, *weights])
     if torch is not None:
         tx = torch.from_numpy(x_np)
         tw = [torch.from_numpy(w.copy()).requires_grad_(True) for w in w_np]
+        textra = [torch.tensor(SEQ)] if loop else []
 
         def torch_step():
             for w in tw:
                 w.grad = None
-            lstm_loop(tx, *tw).sum().backward()
+            fn(tx, *tw, *textra).sum().backward()
         cases["torch eager"] = torch_step
     times = side_by_side(cases, repeats)
     return {k: v * 1e3 for k, v in times.items()}, firsts, compiled
@@ -203,7 +228,10 @@ def main():
     with blas_threads(args.threads):
         for label, unit, target, run in (("W1 100-op chain on 16 floats", "us/op", 0.1, w1),
                                          ("W5 Collatz from 27", "us/call", 9.0, w5),
-                                         ("W4 LSTM cell 50 steps fwd+bwd", "ms/step", 10.0, w4)):
+                                         ("W4 LSTM cell 50 steps fwd+bwd", "ms/step", 10.0, w4),
+                                         ("W4 written with a while loop (trained through "
+                                          "while_grad)", "ms/step", 10.0,
+                                          lambda t, r: w4(t, r, loop=True))):
             times, firsts, compiled = run(torch, args.repeats)
             print(f"\n{label} ({unit}; target <= {target} compiled)")
             torch_eager = times.get("torch eager")

@@ -29,9 +29,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 os.environ.setdefault("HYBRIDFW_CACHE_DIR", tempfile.mkdtemp(prefix="hf-bench-blas-"))
 
 import hybridfw as hf  # noqa: E402
+from codegen import BATCH, HIDDEN, INPUT, SEQ, lstm_while  # noqa: E402
 from to_static import side_by_side  # noqa: E402
-
-SEQ, BATCH, INPUT, HIDDEN = 50, 32, 64, 128
 
 
 def calls(repeats: int) -> dict:
@@ -57,23 +56,6 @@ def calls(repeats: int) -> dict:
             best = min(timeit.repeat(fn, number=200, repeat=repeats)) / 200
             out[f"({m},{k})@({k},{n}) {name}"] = best * 1e6
     return out
-
-
-def lstm_while(x, w_ih, w_hh, bias, n):
-    """A hand-written LSTM cell over a tensor-bound while loop (gates i, f, g, o)."""
-    h = (x[0] @ w_ih)[:, :HIDDEN] * 0.0
-    c = h
-    t = n * 0
-    while t < n:
-        gates = x[t] @ w_ih + h @ w_hh + bias
-        i = gates[:, :HIDDEN].sigmoid()
-        f = gates[:, HIDDEN:2 * HIDDEN].sigmoid()
-        g = gates[:, 2 * HIDDEN:3 * HIDDEN].tanh()
-        o = gates[:, 3 * HIDDEN:].sigmoid()
-        c = f * c + i * g
-        h = o * c.tanh()
-        t = t + 1
-    return h
 
 
 def lstm(repeats: int) -> dict:

@@ -39,8 +39,21 @@ class LoopStack(np.ndarray):
     """
 
     def __array_finalize__(self, obj) -> None:
-        self.records = getattr(obj, "records", None)
+        self._records = getattr(obj, "_records", None)
         self.stacked = getattr(obj, "stacked", None)
+
+    @property
+    def records(self):
+        """The list of record tuples (made from ``stacked`` when first asked: a compiled
+        ``while_grad`` never asks)."""
+        if self._records is None and self.stacked is not None:
+            count, items = self.stacked[0], self.stacked[1:]
+            self._records = [tuple([item[k, ...] for item in items]) for k in range(count)]
+        return self._records
+
+    @records.setter
+    def records(self, value) -> None:
+        self._records = value
 
 
 def new_loop_stack(records: list) -> LoopStack:
@@ -51,12 +64,11 @@ def new_loop_stack(records: list) -> LoopStack:
 
 
 def stacked_loop_stack(stacked: tuple) -> LoopStack:
-    """A new token from records in stacked form ``(count, item_0, ...)``; its ``records`` are
-    views of the stacked arrays (``item[k, ...]``: a 0-d array for a scalar item, as the
-    interpreted loop records it)."""
-    count, items = int(stacked[0]), stacked[1:]
-    token = new_loop_stack([tuple([item[k, ...] for item in items]) for k in range(count)])
-    token.stacked = (count, *items)
+    """A new token from records in stacked form ``(count, item_0, ...)``; its ``records``, when
+    asked for, are views of the stacked arrays (``item[k, ...]``: a 0-d array for a scalar
+    item, as the interpreted loop records it)."""
+    token = new_loop_stack(None)
+    token.stacked = (int(stacked[0]), *stacked[1:])
     return token
 
 

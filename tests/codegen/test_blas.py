@@ -4,8 +4,10 @@ BLAS is found, numba's disk cache across processes (the BLAS functions are linke
 not baked in), and a while-loop LSTM compiled vs interpreted."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -165,19 +167,25 @@ def test_a_new_process_loads_the_blas_region_from_numbas_cache(tmp_path, need_bl
                for s in second["stats"].values()), second["stats"]
 
 
+def _slice_gradient_cases():
+    path = pathlib.Path(__file__).parents[1] / "static" / "passes" / "test_slice_gradients.py"
+    spec = importlib.util.spec_from_file_location("_codegen_blas_lstm_cell", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_CELLS = _slice_gradient_cases()
+
+
 def _lstm(x, w_ih, w_hh, bias, n):
+    """The slice-gradient tests' LSTM cell (loaded by path) over a tensor-bound while loop."""
     hidden = w_hh.shape[0]
     h = (x[0] @ w_ih)[:, :hidden] * 0.0
     c = h
     t = n * 0
     while t < n:
-        gates = x[t] @ w_ih + h @ w_hh + bias
-        i = gates[:, :hidden].sigmoid()
-        f = gates[:, hidden:2 * hidden].sigmoid()
-        g = gates[:, 2 * hidden:3 * hidden].tanh()
-        o = gates[:, 3 * hidden:].sigmoid()
-        c = f * c + i * g
-        h = o * c.tanh()
+        h, c = _CELLS._cell(x[t], h, c, w_ih, w_hh, bias)
         t = t + 1
     return h
 

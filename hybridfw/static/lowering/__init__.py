@@ -3,9 +3,11 @@
 From a program's global block, runs of lowerable operators (:mod:`.regions`) become one
 generated Python function each (:mod:`.emit`), which ``numba.njit`` compiles: elementwise chains
 and ``fused_elementwise`` groups one loop with no temporaries (float32 ``exp``/``tanh``/``sigmoid``
-written so LLVM vectorizes it, :mod:`.vmath`; slices and permutes read in place), ``while``/``cond`` over scalars
-and small arrays compiled loops, ``sum`` numba's numpy and 2-D ``matmul`` a call of numpy's own
-BLAS (:mod:`.blas`; ``np.dot`` where that is not found). The executor calls
+written so LLVM vectorizes it, :mod:`.vmath`; slices and permutes read in place), ``while``/``cond``
+compiled loops and branches, a differentiated ``while`` and its backward (``while_grad``)
+included (the records pass between them stacked, one array per recorded value, see
+:class:`~hybridfw.static.loop_stack.LoopStack`), ``sum`` numba's numpy and 2-D ``matmul`` a call
+of numpy's own BLAS (:mod:`.blas`; ``np.dot`` where that is not found). The executor calls
 each region at its first operator and runs everything else as before (see ``Executor(backend=)``
 and ``hf.jit.to_static(..., backend=)``). What each op lowers to is its ``lower`` rule in the
 op registry (:mod:`hybridfw.ops.lowering_rules`).

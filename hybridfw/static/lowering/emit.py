@@ -515,13 +515,7 @@ class RegionEmitter:
             records = self.temp("rec")
             self.line(f"{records} = []")
         count = len(attrs["body_args"])
-        loop_vars = []
-        for k, name in enumerate(op.inputs[:count]):
-            value = self.as_loop_value(self.value(name))
-            self._check_form(attrs["body_args"][k], value)
-            var = self.temp("lv")
-            self.line(f"{var} = {value.name}")
-            loop_vars.append(_like(value, var))
+        loop_vars = self._loop_vars(op.inputs[:count], attrs["body_args"])
         self.line("while True:")
         with self.indented():
             for name, var in zip(attrs["cond_args"], loop_vars):
@@ -533,22 +527,41 @@ class RegionEmitter:
             for name, var in zip(attrs["body_args"], loop_vars):
                 self.values[name] = var
             self.emit_ops(body_block, body_block.ops)
-            new = []
-            for name in attrs["body_outputs"]:
-                value = self.as_loop_value(self.value(name))
-                self._check_form(name, value)
-                new.append(value.name)
+            new = self._body_results(attrs["body_outputs"])
             if records is not None:  # before the loop variables take their next values
                 items = [self._record_item(self.value(name), name) for name in attrs["saved"]]
                 self.line(f"{records}.append(({', '.join(items)}{',' if len(items) == 1 else ''}))")
-            targets = ", ".join(v.name for v in loop_vars)
-            self.line(f"{targets}{',' if count == 1 else ''} = {', '.join(new)}"
-                      f"{',' if count == 1 else ''}")
+            self._rebind(loop_vars, new)
         for name, var in zip(op.outputs[:count], loop_vars):
             self.values[name] = var
         if records is not None:
             self.values[stack] = self._stacked(records, attrs["saved"])
             self.records.add(stack)
+
+    def _loop_vars(self, initial, args) -> list:
+        """Locals holding a loop's variables (``args``), set to the ``initial`` values."""
+        loop_vars = []
+        for name, arg in zip(initial, args):
+            value = self.as_loop_value(self.value(name))
+            self._check_form(arg, value)
+            var = self.temp("lv")
+            self.line(f"{var} = {value.name}")
+            loop_vars.append(_like(value, var))
+        return loop_vars
+
+    def _body_results(self, names) -> list:
+        """The locals of a loop body's results ``names`` (materialized, forms checked)."""
+        new = []
+        for name in names:
+            value = self.as_loop_value(self.value(name))
+            self._check_form(name, value)
+            new.append(value.name)
+        return new
+
+    def _rebind(self, loop_vars, new) -> None:
+        """The loop variables take their next values (all at once: one may read another)."""
+        comma = "," if len(loop_vars) == 1 else ""
+        self.line(f"{', '.join(v.name for v in loop_vars)}{comma} = {', '.join(new)}{comma}")
 
     def _record_item(self, value, name: str) -> str:
         """A record item: the array or scalar itself. Nothing in a region writes into an array
@@ -588,13 +601,7 @@ class RegionEmitter:
         else:  # made by a loop of this region: every item it records
             items = [source.items[j] for j in attrs["saved_index"]]
         count = len(attrs["body_args"])
-        loop_vars = []
-        for k, name in enumerate(op.inputs[1:1 + count]):
-            value = self.as_loop_value(self.value(name))
-            self._check_form(attrs["body_args"][k], value)
-            var = self.temp("lv")
-            self.line(f"{var} = {value.name}")
-            loop_vars.append(_like(value, var))
+        loop_vars = self._loop_vars(op.inputs[1:1 + count], attrs["body_args"])
         k = self.temp("k")
         self.line(f"for {k} in range({source.count} - 1, -1, -1):")
         with self.indented():
@@ -607,14 +614,7 @@ class RegionEmitter:
             for name, var in zip(attrs["body_args"], loop_vars):
                 self.values[name] = var
             self.emit_ops(body, body.ops)
-            new = []
-            for name in attrs["body_outputs"]:
-                value = self.as_loop_value(self.value(name))
-                self._check_form(name, value)
-                new.append(value.name)
-            targets = ", ".join(v.name for v in loop_vars)
-            self.line(f"{targets}{',' if count == 1 else ''} = {', '.join(new)}"
-                      f"{',' if count == 1 else ''}")
+            self._rebind(loop_vars, self._body_results(attrs["body_outputs"]))
         for name, var in zip(op.outputs, loop_vars):
             self.values[name] = var
 

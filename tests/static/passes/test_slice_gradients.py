@@ -165,18 +165,24 @@ def test_terms_of_different_dtypes_are_left_alone(apply_pass, same_results):
     np.testing.assert_array_equal(got, np.concatenate([feed["a"], feed["b"]], axis=1))
 
 
+def _cell(x_t, h, c, w_ih, w_hh, bias):
+    """A hand-written LSTM cell (gates i, f, g, o): the new ``(h, c)``."""
+    hidden = w_hh.shape[0]
+    gates = x_t @ w_ih + h @ w_hh + bias
+    i = gates[:, :hidden].sigmoid()
+    f = gates[:, hidden:2 * hidden].sigmoid()
+    g = gates[:, 2 * hidden:3 * hidden].tanh()
+    o = gates[:, 3 * hidden:].sigmoid()
+    c = f * c + i * g
+    return o * c.tanh(), c
+
+
 def _lstm(x, w_ih, w_hh, bias):
     hidden = w_hh.shape[0]
     h = (x[0] @ w_ih * 0.0)[:, :hidden]
     c = h
     for t in range(x.shape[0]):
-        gates = x[t] @ w_ih + h @ w_hh + bias
-        i = gates[:, :hidden].sigmoid()
-        f = gates[:, hidden:2 * hidden].sigmoid()
-        g = gates[:, 2 * hidden:3 * hidden].tanh()
-        o = gates[:, 3 * hidden:].sigmoid()
-        c = f * c + i * g
-        h = o * c.tanh()
+        h, c = _cell(x[t], h, c, w_ih, w_hh, bias)
     return h
 
 
