@@ -65,14 +65,17 @@ def _matmul_grad_b(g, out, a, b):
 
 
 def _matmul_lower(ctx, a, b):
-    """Two float matrices: a call of numpy's own BLAS (``ctx.gemm``), or ``np.dot`` where that
-    BLAS was not found (numba's needs SciPy, and was slower); other ranks stay interpreted.
-    Operands are made C-contiguous first (a no-op for the arrays a region materializes)."""
+    """Two float matrices: a call of numpy's own BLAS (``ctx.gemm``: a transposed operand read
+    in place), or ``np.dot`` where that BLAS was not found (numba's needs SciPy, and was
+    slower); other ranks stay interpreted. Operands are made C-contiguous first (a no-op for
+    the arrays a region materializes)."""
     if len(ctx.shapes[0]) != 2 or len(ctx.shapes[1]) != 2 or ctx.out_dtype not in (
             "np.float32", "np.float64"):
         raise Unsupported("matmul is compiled for 2-D float operands only")
-    x, y = (f"np.ascontiguousarray({ctx.array(k)})" for k in (0, 1))
-    return ctx.gemm(x, y) or f"np.dot({x}, {y})"
+    call = ctx.gemm(0, 1)
+    if call is not None:
+        return call
+    return f"np.dot(np.ascontiguousarray({ctx.array(0)}), np.ascontiguousarray({ctx.array(1)}))"
 
 
 matmul = register("matmul", infer=_matmul_infer, kernel=_matmul_kernel, save=(0, 1),

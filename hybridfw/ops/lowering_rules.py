@@ -13,13 +13,15 @@ that ``numba.njit`` compiles. Two kinds:
   broadcast output shape and inlines chains of such ops into one loop.
 - :func:`array_rule`: ``rule(ctx, *operands, **attrs) -> local name`` for a whole value; ``ctx``
   gives the operands' shapes, materialized arrays, element access, loops and ``gemm`` (a call
-  of numpy's BLAS for a matrix product, None where it was not found; see
+  of numpy's BLAS for the product of two operands, reading a transposed view in place; None
+  where that BLAS was not found; see
   ``hybridfw.static.lowering.emit.ArrayContext``). ``inlines=True`` marks a rule that reads its
   operands element by element only (``concat``): an elementwise operand is then computed inside
   the rule's own loops instead of into a temporary.
 - :func:`view_rule`: ``rule(in_shape, out_shape, *operands, **attrs) -> mapping`` for a view
   (a basic ``getitem``, ``permute``): ``mapping(idx)`` gives, for the index expressions ``idx``
-  of one result element, those of the element of operand 0 it is. Nothing is copied: readers
+  of one result element, those of the element of operand 0 it is (``mapping.transposes = True``
+  marks a matrix transpose, which a matrix product then reads in place). Nothing is copied: readers
   index the operand directly. The other operands (index tensors) arrive as
   :class:`ScalarIndex` when they are 0-d integers; any other stays interpreted.
 

@@ -98,6 +98,8 @@ def _permute_lower(in_shape, out_shape, *, dims):
         for k, d in enumerate(dims):
             source[d % len(dims)] = idx[k]
         return source
+    # a matrix transpose: a matrix product reads the operand transposed instead (no copy)
+    mapping.transposes = len(dims) == 2 and dims[0] % 2 == 1
     return mapping
 
 

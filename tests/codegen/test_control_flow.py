@@ -242,3 +242,30 @@ def test_a_compiled_backward_reads_the_records_of_an_interpreted_forward(need_nu
     assert "while_grad" in kinds and "while" not in kinds, fn.compile_report()
     for got, want in zip(grads["compiled"], grads["interpreted"]):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def _rescaled(x, n):
+    t = n * 0
+    y = x
+    while t < n:
+        s = (y * y).sum()  # a 0-d value the backward of the product reads: a scalar record
+        y = y * s * 0.1 + x
+        t = t + 1
+    return y
+
+
+def test_a_loop_recording_0d_values_trains_compiled(need_numba):
+    x0 = np.array([[0.5, -1.0, 0.25], [1.5, 0.75, -0.5]], np.float32)
+    results = {}
+    for backend in ("eager", "interpreted", "compiled"):
+        x = hf.tensor(x0, requires_grad=True)
+        fn = _rescaled if backend == "eager" else hf.jit.to_static(_rescaled, backend=backend)
+        out = fn(x, hf.tensor(3))
+        (out * out).sum().backward()
+        results[backend] = (out.detach().numpy(), x.grad.numpy())
+    kinds = _compiled_kinds(fn)
+    assert {"while", "while_grad"} <= kinds, fn.compile_report()
+    for got, want in zip(results["compiled"], results["interpreted"]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    for got, want in zip(results["compiled"], results["eager"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -43,7 +43,7 @@ __all__ = ["SYMBOLS", "available", "gemm", "library", "symbol"]
 # (name with {} for the precision letter, integer bits) in the order they are tried
 SYMBOLS = (("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64),
            ("scipy_cblas_{}gemm", 32), ("cblas_{}gemm", 32))
-_ROW_MAJOR, _NO_TRANS = 101, 111
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
 def _candidate_libraries() -> list:
@@ -91,8 +91,9 @@ if available:
 
 
 def _gemm_codegen(letter):
-    """The LLVM call ``cblas_?gemm(RowMajor, NoTrans, NoTrans, m, n, k, 1, a, k, b, n, 0, c,
-    n)`` for C-contiguous ``a`` (m, k), ``b`` (k, n) and ``c`` (m, n)."""
+    """The LLVM call ``cblas_?gemm(RowMajor, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0,
+    c, n)`` for C-contiguous ``a``, ``b`` and ``c`` (m, n); every integer comes as an int64
+    argument (the flags are ``CblasNoTrans``/``CblasTrans``)."""
     scalar = lir.FloatType() if letter == "s" else lir.DoubleType()
     integer, enum = lir.IntType(_bits), lir.IntType(32)
     pointer = scalar.as_pointer()
@@ -102,37 +103,42 @@ def _gemm_codegen(letter):
 
     def codegen(context, builder, signature, args):
         a, b, c = (context.make_array(ty)(context, builder, value)
-                   for ty, value in zip(signature.args, args))
-        m, k = cgutils.unpack_tuple(builder, a.shape, 2)
-        n = cgutils.unpack_tuple(builder, b.shape, 2)[1]
-        m, n, k = (builder.sext(v, integer) if v.type.width < _bits else
-                   builder.trunc(v, integer) if v.type.width > _bits else v for v in (m, n, k))
+                   for ty, value in zip(signature.args[:3], args[:3]))
+        trans_a, trans_b = (builder.trunc(v, enum) for v in args[3:5])
+        m, n, k, lda, ldb = (builder.trunc(v, integer) if _bits < 64 else v
+                             for v in args[5:10])
         fn = cgutils.get_or_insert_function(builder.module, fnty, _names[letter])
         one, zero = lir.Constant(scalar, 1.0), lir.Constant(scalar, 0.0)
-        row_major, no_trans = lir.Constant(enum, _ROW_MAJOR), lir.Constant(enum, _NO_TRANS)
-        builder.call(fn, [row_major, no_trans, no_trans, m, n, k, one, a.data, k, b.data, n,
-                          zero, c.data, n])
+        builder.call(fn, [lir.Constant(enum, _ROW_MAJOR), trans_a, trans_b, m, n, k, one,
+                          a.data, lda, b.data, ldb, zero, c.data, n])
         return context.get_dummy_value()
     return codegen
 
 
 @intrinsic
-def _gemm_into(typingctx, a, b, c):
-    """``c[...] = a @ b`` by BLAS: three C-contiguous 2-D arrays of one float dtype, shapes
-    already checked (m, n, k > 0, so every leading dimension is valid)."""
+def _gemm_into(typingctx, a, b, c, trans_a, trans_b, m, n, k, lda, ldb):
+    """``c[...] = op(a) @ op(b)`` by BLAS: three C-contiguous 2-D arrays of one float dtype,
+    ``op`` a transpose where its flag is ``CblasTrans``; sizes already checked (m, n, k > 0, so
+    every leading dimension is valid)."""
     arrays = (a, b, c)
     if not available or not all(isinstance(x, types.Array) and x.ndim == 2 and x.layout == "C"
                                 for x in arrays):
         return None
     if {x.dtype for x in arrays} not in ({types.float32}, {types.float64}):
         return None
-    return types.none(a, b, c), _gemm_codegen("s" if a.dtype == types.float32 else "d")
+    integers = (trans_a, trans_b, m, n, k, lda, ldb)
+    if not all(x == types.int64 for x in integers):
+        return None
+    return (types.none(a, b, c, *integers),
+            _gemm_codegen("s" if a.dtype == types.float32 else "d"))
 
 
 @numba.njit(inline="always")
-def gemm(a, b):
+def gemm(a, b, transpose_a=False, transpose_b=False):
     """``a @ b`` as a new C-contiguous array, for C-contiguous 2-D float32 or float64 ``a``
     (m, k) and ``b`` (k, n) of one dtype (compiled code only; :data:`available` must be True).
+    ``transpose_a``/``transpose_b``: the operand is the transpose of the array given (a (k, m)
+    array for ``a``): BLAS reads it transposed, nothing is copied.
 
     Example::
 
@@ -142,12 +148,20 @@ def gemm(a, b):
 
         product(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))  # 3.0 everywhere
     """
-    m, k = a.shape
-    if b.shape[0] != k:
+    if transpose_a:
+        k, m = a.shape
+    else:
+        m, k = a.shape
+    if transpose_b:
+        n, k2 = b.shape
+    else:
+        k2, n = b.shape
+    if k2 != k:
         raise ValueError("gemm: the operands' inner dimensions differ")
-    n = b.shape[1]
     if m == 0 or n == 0 or k == 0:  # BLAS rejects a leading dimension of 0
         return np.zeros((m, n), a.dtype)
     out = np.empty((m, n), a.dtype)
-    _gemm_into(a, b, out)
+    _gemm_into(a, b, out, np.int64(_TRANS if transpose_a else _NO_TRANS),
+               np.int64(_TRANS if transpose_b else _NO_TRANS), np.int64(m), np.int64(n),
+               np.int64(k), np.int64(a.shape[1]), np.int64(b.shape[1]))
     return out

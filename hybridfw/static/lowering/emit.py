@@ -76,10 +76,14 @@ class Stacked:
 
 
 class Deferred:
-    __slots__ = ("gen", "shape", "dtype")
+    """``transpose_of``: for the transposing view of a 2-D :class:`Array` (its view rule's
+    mapping says ``transposes``), that array, so a matrix product reads it transposed."""
 
-    def __init__(self, gen, shape, dtype):
+    __slots__ = ("gen", "shape", "dtype", "transpose_of")
+
+    def __init__(self, gen, shape, dtype, transpose_of=None):
         self.gen, self.shape, self.dtype = gen, tuple(shape), dtype
+        self.transpose_of = transpose_of
 
 
 def _known(shape, what: str) -> tuple:
@@ -142,13 +146,22 @@ class ArrayContext:
     def element(self, k, shape, idx) -> str:
         return self.emitter.element(self.operands[k], shape, idx)
 
-    def gemm(self, a: str, b: str) -> str | None:
-        """The call of :func:`.blas.gemm` (numpy's own BLAS) on the C-contiguous 2-D float
-        arrays ``a`` and ``b``, or None when that BLAS was not found (the rule then writes
-        ``np.dot``). Looked up here, not in the op's rule, so the ops never import this
+    def gemm(self, a: int = 0, b: int = 1) -> str | None:
+        """The call of :func:`.blas.gemm` (numpy's own BLAS) computing the matrix product of
+        operands ``a`` and ``b`` (2-D, one float dtype), or None when that BLAS was not found
+        (the rule then writes ``np.dot``). An operand that is a transposing view of an array
+        (``permute(w, (1, 0))``, as in every weight gradient) is not copied: BLAS reads the
+        array transposed. Looked up here, not in the op's rule, so the ops never import this
         floor."""
         from . import blas  # numba is there: only regions being generated get here
-        return f"{GEMM}({a}, {b})" if blas.available else None
+        if not blas.available:
+            return None
+        args, flags = [], []
+        for k in (a, b):
+            base = getattr(self.operands[k], "transpose_of", None)
+            args.append(f"np.ascontiguousarray({base.name if base is not None else self.array(k)})")
+            flags.append(str(base is not None))
+        return f"{GEMM}({', '.join(args + flags)})"
 
     def loop(self, shape):
         return self.emitter.loop(shape)
@@ -199,6 +212,7 @@ class RegionEmitter:
         self.depth = 1
         self.values: dict = {}
         self.records: set = set()  # names of the loop stacks the region makes (Stacked)
+        self.recorded: set = set()  # values a differentiated loop records: computed once
         self.stack_inputs: dict = {}  # input name -> (saved_index, item forms) of its reader
         self._memo: list = [{}]
         self._count = 0
@@ -410,8 +424,8 @@ class RegionEmitter:
     def _inline(self, block, name, shape) -> bool:
         """Whether ``name``'s one reader, an elementwise op of this block with the same shape,
         may compute it inside its own loop."""
-        if name in self.outputs:
-            return False
+        if name in self.outputs or name in self.recorded:
+            return False  # (a record reads it too: inlined, it would be computed twice)
         readers = self.readers.get(name, ())
         if len(readers) != 1:
             return False
@@ -481,7 +495,10 @@ class RegionEmitter:
             self.line(f"{local} = {gen([])}")
             self.values[op.outputs[0]] = Scalar(local, base.dtype)
         else:
-            self.values[op.outputs[0]] = Deferred(gen, shape, base.dtype)
+            transposed = isinstance(base, Array) and len(base.shape) == 2 and \
+                getattr(mapping, "transposes", False)
+            self.values[op.outputs[0]] = Deferred(gen, shape, base.dtype,
+                                                  base if transposed else None)
 
     def _array_op(self, op, opdef, rule, operands) -> None:
         metas = self._metas(operands)
@@ -514,6 +531,7 @@ class RegionEmitter:
         if stack is not None:
             records = self.temp("rec")
             self.line(f"{records} = []")
+            self.recorded.update(attrs["saved"])
         count = len(attrs["body_args"])
         loop_vars = self._loop_vars(op.inputs[:count], attrs["body_args"])
         self.line("while True:")
@@ -583,7 +601,14 @@ class RegionEmitter:
             item, k = self.temp("st"), self.temp("k")
             self.line(f"{item} = np.empty(({count}, {''.join(f'{s}, ' for s in shape)}), {dt})")
             self.line(f"for {k} in range({count}):")
-            self.line(f"    {item}[{k}] = {records}[{k}][{j}]")
+            with self.indented():
+                value = self.temp("rv")
+                self.line(f"{value} = {records}[{k}][{j}]")
+                # element by element: numba compiles ``item[k] = value`` (an array assigned
+                # to a slice) into about a second of LLVM work per use
+                with self.loop(shape) as idx:
+                    self.line(f"{item}[{', '.join([k, *idx])}] = {value}"
+                              f"{'[' + ', '.join(idx) + ']' if idx else ''}")
             items.append(Array(item, (-1, *shape), dt))
         return Stacked(count, items)
 
