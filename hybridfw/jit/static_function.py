@@ -156,6 +156,8 @@ class ConcreteProgram:
         self.float_outputs: list = []  # indices into outputs.fetch that get gradients
         self.fetch = list(outputs.fetch)
         self._plans: dict = {}  # id(program) -> (array signature, plan) of its last run
+        self._hot = None  # inference: the whole call for the last signature (see __call__)
+        self._hot_plan = None
 
     def _run(self, program, arrays, fetch, same_signature=False):
         # fast path: the plan of this program's last run, when it no longer changes (tiering
@@ -176,6 +178,28 @@ class ConcreteProgram:
         else:  # the slot only ever holds the plan of this program's last signature
             plans.pop(id(program), None)
         return compiled.function(*fed)
+
+    def _set_hot(self) -> None:
+        """After a run without backward: the whole call, inputs to result, for a call with the
+        same signature (the plan this run used, when it no longer changes; else none)."""
+        last = self._plans.get(id(self.program))
+        plan = None if last is None else last[1]
+        if plan is self._hot_plan:
+            return
+        self._hot_plan = plan
+        if plan is None:
+            self._hot = None
+            return
+        structure = self.outputs.structure
+        if structure[0] == "leaf" and len(self.fetch) == 1:
+            def hot(tensors):
+                return wrap_array(plan(*[t._data for t in tensors])[0])
+        else:
+            build = self.outputs.build
+
+            def hot(tensors):
+                return build([wrap_array(r) for r in plan(*[t._data for t in tensors])])
+        self._hot = hot
 
     def split_gradient(self, packed):
         """The seeds of the backward program from the gradient of the node's output."""
@@ -222,10 +246,13 @@ class ConcreteProgram:
         return [None if n is None else next(it) for n in self.grad_names]
 
     def __call__(self, tensors, same_signature=False):
-        arrays = [t._data for t in tensors]
         if self.backward_program is None:
-            results = self._run(self.program, arrays, self.fetch, same_signature)
+            if same_signature and self._hot is not None:
+                return self._hot(tensors)
+            results = self._run(self.program, [t._data for t in tensors], self.fetch)
+            self._set_hot()
             return self.outputs.build([wrap_array(r) for r in results])
+        arrays = [t._data for t in tensors]
         plan = self._saved_plan
         if plan is None:
             plan = self._plan_saved(len(arrays))
@@ -378,13 +405,13 @@ class StaticFunction:
     def _fast_key(self, args):
         """The last call's signature, when every argument is a tensor and no keyword is given:
         shapes, dtypes, requires_grad, grad mode and the train/eval modes."""
-        for t in args:
-            if t.__class__ is not Tensor:
-                return None
+        tensors = tuple([(t.shape, t.dtype, t._rg) for t in args if t.__class__ is Tensor])
+        if len(tensors) != len(args):
+            return None
         mode = None
         if self.instance is not None and hasattr(self.instance, "modules"):
             mode = tuple(m.training for m in self.instance.modules())
-        return (tuple([(t.shape, t.dtype, t._rg) for t in args]), GradMode.enabled, mode)
+        return (tensors, GradMode.enabled, mode)
 
     def __call__(self, *args, **kwargs):
         if self._fallback is not None:

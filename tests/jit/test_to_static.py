@@ -260,3 +260,24 @@ def test_a_dynamic_dim_alternating_between_calls_never_runs_a_stale_plan(backend
         x = np.arange(n, dtype=np.float32)
         np.testing.assert_allclose(f(hf.tensor(x)).numpy(), [2 * x.sum()])
     assert len(f.signatures()) == 1
+
+
+def pair_and_constant(x, y):
+    return (x * y, x - y), 7
+
+
+def test_repeated_calls_rebuild_nested_results_each_time():
+    """The repeated-call path (same signature, plan settled) returns fresh tensors in the
+    function's own structure, each call's own values."""
+    f = hf.jit.to_static(pair_and_constant, backend="interpreted")
+    outs = []
+    for k in range(4):
+        x, y = hf.tensor([1.0 + k, 2.0]), hf.tensor([3.0, 4.0 * k])
+        (prod, diff), seven = f(x, y)
+        assert seven == 7
+        np.testing.assert_allclose(prod.numpy(), [3.0 * (1.0 + k), 8.0 * k])
+        np.testing.assert_allclose(diff.numpy(), [k - 2.0, 2.0 - 4.0 * k])
+        outs.append(prod)
+    assert len({id(o) for o in outs}) == 4
+    np.testing.assert_allclose(outs[0].numpy(), [3.0, 0.0])  # not overwritten by later calls
+    assert f.cache_info().hits == 3
