@@ -43,6 +43,7 @@ from ..ops import shape_ops as S
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorLike, TensorMeta, apply, get_op
 from .control_flow import build_in, new_sub_block, outer_reads, to_variable
+from . import ir
 from .ir import Operator, Program, Variable
 
 __all__ = ["gradients"]
@@ -205,6 +206,12 @@ class _Backward:
 
     def __init__(self, program: Program):
         self.program = program
+        # the origin of every backward operator: the user's line that asked for the gradients
+        # when the origin provider finds one (asked once here), else the line of the forward
+        # operator it differentiates (to_static: the user's code has returned by then); no
+        # provider then walks the Python stack once per backward operator
+        provider = ir._origin_provider
+        self.call_origin = provider() if provider is not None else None
 
     def run(self, block, grads: dict, resolve, reachable: set) -> None:
         """Walk ``block``'s operators in reverse, adding to ``grads`` (forward name -> gradient
@@ -212,18 +219,26 @@ class _Backward:
         for op in reversed(block.ops):
             if not any(grads.get(o) is not None for o in op.outputs):
                 continue
-            if op.type == "cond":
-                self._cond(op, block, grads, resolve, reachable)
-            elif op.type == "while":
-                self._while(op, block, grads, resolve, reachable)
-            elif op.type == "py_func":  # a Python callback: its outputs are constants here
-                continue
-            elif op.type == "while_grad":
-                raise ValueError(
-                    "gradients: differentiating the backward of a while loop (double backward "
-                    "through while_loop) is not supported")
-            else:
-                self._primitive(op, block, grads, resolve, reachable)
+            previous = ir._origin_provider
+            ir._origin_provider = (lambda origin=self.call_origin or op.origin: origin)
+            try:
+                self._gradient(op, block, grads, resolve, reachable)
+            finally:
+                ir._origin_provider = previous
+
+    def _gradient(self, op, block, grads, resolve, reachable) -> None:
+        if op.type == "cond":
+            self._cond(op, block, grads, resolve, reachable)
+        elif op.type == "while":
+            self._while(op, block, grads, resolve, reachable)
+        elif op.type == "py_func":  # a Python callback: its outputs are constants here
+            return
+        elif op.type == "while_grad":
+            raise ValueError(
+                "gradients: differentiating the backward of a while loop (double backward "
+                "through while_loop) is not supported")
+        else:
+            self._primitive(op, block, grads, resolve, reachable)
 
     def _primitive(self, op, block, grads, resolve, reachable) -> None:
         opdef = get_op(op.type)

@@ -106,8 +106,9 @@ class StaticInterpreter:
         return target
 
 
-def set_origin_provider(provider) -> None:
-    """Set (or, with None, clear) the function that gives each new operator its origin.
+def set_origin_provider(provider):
+    """Set (or, with None, clear) the function that gives each new operator its origin; returns
+    the one set before (so a caller can restore it).
 
     ``provider()`` is called once per operator appended to a program and returns
     ``(filename, lineno, source_line)`` (the user's line that built it) or None.
@@ -128,7 +129,8 @@ def set_origin_provider(provider) -> None:
     if provider is not None and not callable(provider):
         raise TypeError(f"set_origin_provider: expected a callable or None, got "
                         f"{type(provider).__name__}")
-    ir._origin_provider = provider
+    previous, ir._origin_provider = ir._origin_provider, provider
+    return previous
 
 
 _guard_stack: list = []

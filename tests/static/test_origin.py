@@ -146,3 +146,31 @@ def test_exception_types_are_kept_and_operators_without_origin_are_still_named()
     assert info.value.args == (7, "custom")
     assert any("while running operator py_func(x)" in note for note in info.value.__notes__)
     assert "try" not in exe.compile(programs[0], feed=feed, fetch_list=[y]).source
+
+
+def _tanh_layer(x, w):
+    h = (x @ w).tanh()
+    return h * 2.0
+
+
+def test_to_static_backward_operators_name_the_forward_line():
+    """A to_static program's backward operators carry the line of the forward operator they
+    differentiate (the converted function has returned when the gradients are built)."""
+    x = hf.tensor(np.ones((2, 3), np.float32))
+    w = hf.tensor(np.full((3, 4), 0.5, np.float32), requires_grad=True)
+    f = hf.jit.to_static(_tanh_layer, backend="interpreted")
+    f(x, w).sum().backward()
+    backward = f.get_concrete_program(x, w).backward_program
+    lines = {op.origin[2].strip() for op in backward.global_block().ops if op.origin}
+    assert all(op.origin is not None and op.origin[0] == __file__
+               for op in backward.global_block().ops), [op.type for op in
+                                                        backward.global_block().ops]
+    assert lines <= {"h = (x @ w).tanh()", "return h * 2.0"} and "h = (x @ w).tanh()" in lines
+
+
+def test_set_origin_provider_returns_the_previous_one():
+    first = S.set_origin_provider(_this_file_line)
+    try:
+        assert S.set_origin_provider(None) is _this_file_line
+    finally:
+        S.set_origin_provider(first)
