@@ -345,8 +345,9 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     emitter.emit(lowered)
     if emitter.uses_env:
         fs.insert(env_line, f"_env = [None] * {len(slots)}")
-    results = [fs.ident(n) + (".copy()" if _fetch_needs_copy(memory, n) or n in fetch_names[:k]
-                              else "")
+    fresh = set() if lowered is None else {n for r in lowered.regions for n in r.fresh}
+    results = [fs.ident(n) + (".copy()" if (_fetch_needs_copy(memory, n) and n not in fresh) or
+                              n in fetch_names[:k] else "")
                for k, n in enumerate(fetch_names)]
     fs.line(f"return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     compiled = CompiledProgram()

@@ -355,3 +355,20 @@ def test_training_calls_reuse_both_plans_without_a_lookup(need_numba, monkeypatc
         for p, e in zip(model.parameters(), expected):
             np.testing.assert_array_equal(p.grad.numpy(), e)
     assert lookups == []
+
+
+def test_a_fetched_0d_region_result_is_returned_without_a_copy(need_numba):
+    """A 0-d result leaves the region boxed in an array made for it: the plan returns that
+    array as is (no copy), and each run gets its own."""
+    prog = Program()
+    with program_guard(prog):
+        n = data("n", [], "int64")
+        (_, total) = hf.static.nn.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + i),
+                                             [n * 0, n * 0])
+    exe = Executor(backend="compiled")
+    plan = exe.compile(prog, feed={"n": np.array(5)}, fetch_list=[total])
+    assert plan.lowering.regions, plan.lowering.report()
+    assert plan.source.splitlines()[-1].strip() == f"return ({total.name},)", plan.source
+    first = exe.run(prog, feed={"n": np.array(5)}, fetch_list=[total], return_numpy=True)[0]
+    second = exe.run(prog, feed={"n": np.array(7)}, fetch_list=[total], return_numpy=True)[0]
+    assert first == 10 and second == 21 and not np.shares_memory(first, second)

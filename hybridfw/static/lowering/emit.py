@@ -214,6 +214,7 @@ class RegionEmitter:
         self.records: set = set()  # names of the loop stacks the region makes (Stacked)
         self.recorded: set = set()  # values a differentiated loop records: computed once
         self.stack_inputs: dict = {}  # input name -> (saved_index, item forms) of its reader
+        self.fresh: set = set()  # outputs returned in an array made for them (boxed scalars)
         self._memo: list = [{}]
         self._count = 0
 
@@ -680,6 +681,7 @@ class RegionEmitter:
                 self.line(f"{box} = np.empty((), {value.dtype})")
                 self.line(f"{box}[()] = {value.name}")
                 results.append(box)
+                self.fresh.add(name)
             else:
                 results.append(value.name)
         self.line(f"return ({', '.join(results)}{',' if len(results) == 1 else ''})")

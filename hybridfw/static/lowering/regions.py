@@ -32,7 +32,7 @@ class Region:
     """Operators ``start``..``stop - 1`` of the global block, compiled as function ``name``."""
 
     __slots__ = ("name", "start", "stop", "inputs", "outputs", "body", "ops", "arg_types",
-                 "records", "stack_inputs")
+                 "records", "stack_inputs", "fresh")
 
     def __init__(self, name, start, stop, ops, inputs, outputs, body, records=(),
                  stack_inputs=None):
@@ -43,6 +43,9 @@ class Region:
         # inputs that are loop stacks a while_grad reads: name -> (saved_index, item forms),
         # passed as (count, the items read...) (see hybridfw.static.loop_stack.stacked_records)
         self.stack_inputs = dict(stack_inputs or {})
+        # outputs returned in an array made for them, shared with nothing (a fetch needs no
+        # copy): the 0-d results, boxed
+        self.fresh = frozenset()
 
     def describe(self) -> str:
         kinds = ", ".join(dict.fromkeys(op.type for op in self.ops))
@@ -165,6 +168,7 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
                         emitter.stack_inputs)
         # the argument types are part of the source: one module (and numba cache) per signature
         region.arg_types = [_arg_type(meta(n), region.stack_inputs.get(n)) for n in inputs]
+        region.fresh = frozenset(emitter.fresh)
         regions.append(region)
     left_out.sort(key=lambda item: item[0])
     return regions, left_out
