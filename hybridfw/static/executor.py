@@ -159,7 +159,7 @@ class _BlockEmitter:
         :func:`_compile_program`); one planned in the arena all the same is copied there, so
         operators after it find it where the plan says (in-place updates included)."""
         fs = self.fs
-        function = fs.const(self.regions_functions[region.name], region.name)
+        function = fs.const(self.lowered.entry(region.name), region.name)
         contig = fs.const(np.ascontiguousarray, "_contig")  # the regions take C arrays
         args = []
         for name in region.inputs:
@@ -341,7 +341,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     env_line = len(fs.lines)
     emitter = _BlockEmitter(fs, block, slots, memory.liveness, memory.metas, memory.op_infos,
                             memory, buffers, poison_after)
-    emitter.regions_functions = lowered.functions if lowered is not None else {}
+    emitter.lowered = lowered
     emitter.emit(lowered)
     if emitter.uses_env:
         fs.insert(env_line, f"_env = [None] * {len(slots)}")

@@ -372,3 +372,26 @@ def test_a_fetched_0d_region_result_is_returned_without_a_copy(need_numba):
     first = exe.run(prog, feed={"n": np.array(5)}, fetch_list=[total], return_numpy=True)[0]
     second = exe.run(prog, feed={"n": np.array(7)}, fetch_list=[total], return_numpy=True)[0]
     assert first == 10 and second == 21 and not np.shares_memory(first, second)
+
+
+def test_plans_call_the_compiled_overload_and_the_check_mode_the_dispatcher(need_numba,
+                                                                           monkeypatch):
+    """A plan calls each region's one compiled overload directly (its entry point: no typing
+    of the arguments per call); with HYBRIDFW_CHECK_REGIONS=1 it calls numba's dispatcher,
+    which rejects an argument of another dtype instead of reading its bytes."""
+    prog, y = _mixed_program()
+    x = np.random.default_rng(4).standard_normal((4, 8)).astype(np.float32)
+    want = Executor().run(prog, feed={"x": x}, fetch_list=[y], return_numpy=True)[0]
+    monkeypatch.delenv(lowering.CHECK_ENV_VAR, raising=False)
+    plan = Executor(backend="compiled").compile(prog, feed={"x": x}, fetch_list=[y])
+    called = [plan.function.__globals__["_" + r.name] for r in plan.lowering.regions]
+    dispatchers = [plan.lowering.functions[r.name] for r in plan.lowering.regions]
+    assert called == [next(iter(d.overloads.values())).entry_point for d in dispatchers]
+    np.testing.assert_allclose(plan.function(x)[0], want, rtol=1e-6)
+    monkeypatch.setenv(lowering.CHECK_ENV_VAR, "1")
+    checked = Executor(backend="compiled").compile(prog, feed={"x": x}, fetch_list=[y])
+    first = checked.lowering.regions[0].name
+    assert checked.function.__globals__["_" + first] is checked.lowering.functions[first]
+    np.testing.assert_allclose(checked.function(x)[0], want, rtol=1e-6)
+    with pytest.raises(TypeError):  # float64 where the region was compiled for float32
+        checked.function(x.astype(np.float64))
