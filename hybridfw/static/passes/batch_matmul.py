@@ -16,6 +16,11 @@ sits where the root ``add`` was (every ``a_k`` and ``b_k`` is computed by then) 
 root's output name, so its readers are unchanged. The result differs from the K products' sum
 by rounding only (BLAS adds in another order).
 
+The same holds for a bias's gradient, a sum of column sums ``sum(g_k, dim=0)`` (each maybe
+kept 2-D and reshaped to 1-D, as autodiff writes the reduction of a broadcast): it becomes one
+column sum of the stacked ``g_k``. A stack of the same values in the same order is built once
+and shared (an LSTM's two weights and its bias all stack the same gate gradients).
+
 Example::
 
     >>> import hybridfw as hf
@@ -53,14 +58,15 @@ def run(program: Program, fetch=None) -> Program:
     position = {id(op): i for i, op in enumerate(block.ops)}
     replaced: dict = {}  # id(root add) -> the operators computing its sum
     doomed: set = set()
+    stacks: dict = {}  # the values stacked so far (in order) -> the stack's name
     for op in block.ops:
         if op.type != "add" or id(op) in doomed or _inner(op, block, read, protected):
             continue
         found = _match(block, op, producer, position, read, protected)
         if found is None:
             continue
-        terms, erased = found
-        replaced[id(op)] = _batched(block, op, terms)
+        kind, terms, erased = found
+        replaced[id(op)] = (_batched if kind == "matmul" else _summed)(block, op, terms, stacks)
         doomed.update(id(e) for e in erased)
     if not replaced:
         return program
@@ -94,10 +100,11 @@ def _inner(op, block, read, protected) -> bool:
 
 
 def _match(block, root, producer, position, read, protected):
-    """``(terms, erased)``: the ``(a_k, b_k)`` of the sum rooted at ``root`` and every operator
-    the rewrite replaces; None when the sum is not wholly of transposed products."""
+    """``(kind, terms, erased)``: ``("matmul", [(a_k, b_k)], ...)`` for a sum of transposed
+    products, ``("rows", [g_k], ...)`` for a sum of column sums, rooted at ``root``, and every
+    operator the rewrite replaces; None when the sum is neither."""
     out = block.vars[root.outputs[0]]
-    terms, erased, permutes, stack = [], [], [], [root]
+    leaves, erased, stack = [], [], [root]
     while stack:
         add = stack.pop()
         erased.append(add)
@@ -110,15 +117,20 @@ def _match(block, root, producer, position, read, protected):
                     return None
                 stack.append(source)
                 continue
-            term = _transposed_product(block, source, producer, read, protected)
-            if term is None:
-                return None
-            terms.append((position[id(source)], term))
-            erased.append(source)
-            permutes.append(producer[source.inputs[0]])
-    if len(terms) < MIN_TERMS:
+            leaves.append(source)
+    if len(leaves) < MIN_TERMS:
         return None
-    terms = [term for _, term in sorted(terms)]  # in program order
+    leaves.sort(key=lambda op: position[id(op)])  # in program order
+    if leaves[0].type != "matmul":
+        return _match_column_sums(block, out, leaves, erased, producer, read, protected)
+    terms, permutes = [], []
+    for source in leaves:
+        term = _transposed_product(block, source, producer, read, protected)
+        if term is None:
+            return None
+        terms.append(term)
+        erased.append(source)
+        permutes.append(producer[source.inputs[0]])
     gone = {id(op) for op in erased}  # a permute goes when all its readers go
     erased += [p for p in {id(p): p for p in permutes}.values()
                if all(id(user) in gone for user in read.get(p.outputs[0], ()))]
@@ -133,7 +145,45 @@ def _match(block, root, producer, position, read, protected):
             b_meta.dtype is not out.dtype or tuple(out.shape) != (a_meta.shape[1],
                                                                   b_meta.shape[1]):
         return None
-    return terms, erased
+    return "matmul", terms, erased
+
+
+def _match_column_sums(block, out, leaves, erased, producer, read, protected):
+    """The ``("rows", [g_k], erased)`` of a sum whose leaves are all ``sum(g_k, dim=0)`` of
+    2-D ``g_k`` of one shape and the output's dtype, each giving the output's shape: directly
+    (``keepdim`` as the output's rank says) or through a ``reshape`` of a ``keepdim`` sum read
+    only by it. None otherwise."""
+    terms = []
+    for source in leaves:
+        column_sum = source
+        if source.type == "reshape":
+            inner = source.inputs[0]
+            column_sum = producer.get(inner) if isinstance(inner, str) else None
+            if column_sum is None or not _private(block, inner, source, read, protected) or \
+                    not column_sum.attrs.get("keepdim"):
+                return None
+            erased.append(source)
+        if column_sum.type != "sum" or not isinstance(column_sum.inputs[0], str):
+            return None
+        dim = column_sum.attrs.get("dim")
+        if (dim,) not in ((0,), (-2,)) and (not isinstance(dim, (tuple, list)) or
+                                            tuple(dim) not in ((0,), (-2,))):
+            return None
+        terms.append(column_sum.inputs[0])
+        erased.append(column_sum)
+    first = block.var(terms[0])
+    shape, dtype = tuple(first.shape), first.dtype
+    if len(shape) != 2 or -1 in shape or dtype is not out.dtype or \
+            not dtype.is_floating_point or tuple(out.shape) not in ((shape[1],), (1, shape[1])):
+        return None
+    for name in terms:
+        var = block.var(name)
+        if tuple(var.shape) != shape or var.dtype is not dtype:
+            return None
+    for source in leaves:
+        if tuple(block.var(source.outputs[0]).shape) != tuple(out.shape):
+            return None
+    return "rows", terms, erased
 
 
 def _transposed_product(block, matmul, producer, read, protected):
@@ -150,21 +200,39 @@ def _transposed_product(block, matmul, producer, read, protected):
     return permute.inputs[0], right
 
 
-def _batched(block, root, terms) -> list:
-    """``concat``, ``concat``, ``permute``, ``matmul`` computing the sum into ``root``'s
-    output."""
-    a_var, b_var = block.var(terms[0][0]), block.var(terms[0][1])
-    k = len(terms)
-    rows = k * a_var.shape[0]
-    stacked_a = block.create_var((rows, a_var.shape[1]), a_var.dtype)
-    stacked_b = block.create_var((rows, b_var.shape[1]), b_var.dtype)
-    transposed = block.create_var((a_var.shape[1], rows), a_var.dtype)
+def _stacked(block, names, stacks: dict, origin, ops: list) -> str:
+    """The name of ``names`` stacked along their rows: a stack made before (``stacks``), or a
+    new ``concat`` appended to ``ops``."""
+    key = tuple(names)
+    name = stacks.get(key)
+    if name is None:
+        first = block.var(names[0])
+        name = block.create_var((len(names) * first.shape[0], first.shape[1]), first.dtype).name
+        ops.append(Operator("concat", list(names), [name], {"dim": 0}, origin=origin))
+        stacks[key] = name
+    return name
+
+
+def _batched(block, root, terms, stacks) -> list:
+    """``concat``, ``concat`` (unless made before), ``permute``, ``matmul`` computing the sum
+    into ``root``'s output."""
+    ops: list = []
     origin = root.origin
-    return [Operator("concat", [a for a, _ in terms], [stacked_a.name], {"dim": 0},
-                     origin=origin),
-            Operator("concat", [b for _, b in terms], [stacked_b.name], {"dim": 0},
-                     origin=origin),
-            Operator("permute", [stacked_a.name], [transposed.name], {"dims": (1, 0)},
-                     origin=origin),
-            Operator("matmul", [transposed.name, stacked_b.name], list(root.outputs),
-                     origin=origin)]
+    stacked_a = _stacked(block, [a for a, _ in terms], stacks, origin, ops)
+    stacked_b = _stacked(block, [b for _, b in terms], stacks, origin, ops)
+    a_var = block.var(stacked_a)
+    transposed = block.create_var((a_var.shape[1], a_var.shape[0]), a_var.dtype)
+    return ops + [Operator("permute", [stacked_a], [transposed.name], {"dims": (1, 0)},
+                           origin=origin),
+                  Operator("matmul", [transposed.name, stacked_b], list(root.outputs),
+                           origin=origin)]
+
+
+def _summed(block, root, terms, stacks) -> list:
+    """``concat`` (unless made before) and one column ``sum`` into ``root``'s output."""
+    ops: list = []
+    stacked = _stacked(block, terms, stacks, root.origin, ops)
+    keepdim = len(block.var(root.outputs[0]).shape) == 2
+    return ops + [Operator("sum", [stacked], list(root.outputs), {"dim": (0,),
+                                                                   "keepdim": keepdim},
+                           origin=root.origin)]

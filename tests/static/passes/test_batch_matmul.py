@@ -111,3 +111,98 @@ def test_pass_in_the_pipeline_and_disable():
     (b,) = _run(off, [y.name], feed)
     np.testing.assert_allclose(a, b, rtol=1e-5)
     np.testing.assert_allclose(a, expected, rtol=1e-5)
+
+
+def _column_sums(k, form, shape=(4, 5)):
+    """sum_k of the column sums of g_k: ``plain`` sum(g, 0), ``keepdim`` sum(g, 0, keepdim)
+    (a (1, n) result) or ``reshaped`` reshape(sum(g, 0, keepdim), (n,)) as autodiff writes."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        g = [hf.static.data(f"g{i}", list(shape), "float64") for i in range(k)]
+
+        def term(v):
+            if form == "plain":
+                return v.sum(dim=0)
+            if form == "keepdim":
+                return v.sum(dim=0, keepdim=True)
+            return v.sum(dim=(0,), keepdim=True).reshape(shape[1])
+        y = term(g[0])
+        for i in range(1, k):
+            y = y + term(g[i])
+    feed = {f"g{i}": RNG.standard_normal(shape) for i in range(k)}
+    expected = sum(feed[f"g{i}"].sum(axis=0, keepdims=form == "keepdim") for i in range(k))
+    return prog, y, feed, expected
+
+
+@pytest.mark.parametrize("form", ["plain", "keepdim", "reshaped"])
+def test_sum_of_column_sums_becomes_one_column_sum(form):
+    prog, y, feed, expected = _column_sums(5, form)
+    out = batch_matmul.run(prog, fetch=[y])
+    assert _count(out, "sum") == 1 and _count(out, "concat") == 1 and _count(out, "add") == 0
+    assert _count(out, "reshape") == 0 and _count(prog, "sum") == 5  # the input is untouched
+    (got,) = _run(out, [y.name], feed)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_column_sums_over_other_dims_or_shapes_are_left_alone():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        g = [hf.static.data(f"g{i}", [4, 4], "float64") for i in range(3)]
+        rows = g[0].sum(dim=1) + g[1].sum(dim=1) + g[2].sum(dim=1)  # not column sums
+        h = [hf.static.data(f"h{i}", [4 + (i == 1), 4], "float64") for i in range(3)]
+        mixed = h[0].sum(dim=0) + h[1].sum(dim=0) + h[2].sum(dim=0)  # h_1 has 5 rows
+        also = g[0].sum(dim=0) + g[1].sum(dim=0) + g[2].T @ g[2][0]  # one term is no sum
+    out = batch_matmul.run(prog, fetch=[rows, mixed, also])
+    assert _count(out, "concat") == 0
+    feed = {**{f"g{i}": RNG.standard_normal((4, 4)) for i in range(3)},
+            **{f"h{i}": RNG.standard_normal((4 + (i == 1), 4)) for i in range(3)}}
+    got = _run(out, [rows.name, mixed.name, also.name], feed)
+    want = _run(prog, [rows.name, mixed.name, also.name], feed)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_stack_of_the_same_values_is_built_once():
+    """A weight's and a bias's gradient over the same per-step gradients g_k (a linear layer
+    at every step) share one stack of the g_k."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = [hf.static.data(f"a{i}", [4, 3], "float64") for i in range(4)]
+        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(4)]
+        dw = a[0].T @ g[0] + a[1].T @ g[1] + a[2].T @ g[2] + a[3].T @ g[3]
+        db = g[0].sum(dim=0) + g[1].sum(dim=0) + g[2].sum(dim=0) + g[3].sum(dim=0)
+    out = batch_matmul.run(prog, fetch=[dw, db])
+    assert _count(out, "concat") == 2 and _count(out, "matmul") == 1 and _count(out, "sum") == 1
+    feed = {**{f"a{i}": RNG.standard_normal((4, 3)) for i in range(4)},
+            **{f"g{i}": RNG.standard_normal((4, 5)) for i in range(4)}}
+    got_dw, got_db = _run(out, [dw.name, db.name], feed)
+    np.testing.assert_allclose(got_dw, sum(feed[f"a{i}"].T @ feed[f"g{i}"] for i in range(4)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got_db, sum(feed[f"g{i}"].sum(axis=0) for i in range(4)),
+                               rtol=1e-12)
+
+
+def test_unrolled_rnn_with_bias_through_to_static():
+    """A tanh RNN with a bias over 6 steps: the bias gradient is one column sum of the stacked
+    step gradients (shared with the recurrent weight's product), equal to eager autograd."""
+    x = hf.tensor(RNG.standard_normal((6, 4, 3)).astype(np.float32))
+    start = [RNG.uniform(-0.5, 0.5, s).astype(np.float32) for s in ((3, 5), (5, 5), (5,))]
+
+    def rnn(x, w, u, b):
+        h = (x[0] @ w + b).tanh() * 0.0
+        for t in range(6):
+            h = (x[t] @ w + h @ u + b).tanh()
+        return h
+
+    static = hf.jit.to_static(rnn)
+    grads = []
+    for fn in (rnn, static):
+        params = [hf.tensor(v, requires_grad=True) for v in start]
+        fn(x, *params).sum().backward()
+        grads.append([p.grad.numpy() for p in params])
+    for eager, compiled in zip(*grads):
+        np.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)
+    backward = static.get_concrete_program(x, *params).backward_program
+    sums = [op for op in backward.global_block().ops if op.type == "sum"]
+    assert len(sums) == 1, backward  # not one per step
