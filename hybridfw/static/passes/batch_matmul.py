@@ -16,10 +16,12 @@ sits where the root ``add`` was (every ``a_k`` and ``b_k`` is computed by then) 
 root's output name, so its readers are unchanged. The result differs from the K products' sum
 by rounding only (BLAS adds in another order).
 
-The same holds for a bias's gradient, a sum of column sums ``sum(g_k, dim=0)`` (each maybe
-kept 2-D and reshaped to 1-D, as autodiff writes the reduction of a broadcast): it becomes one
-column sum of the stacked ``g_k``. A stack of the same values in the same order is built once
-and shared (an LSTM's two weights and its bias all stack the same gate gradients).
+A bias's gradient, a sum of column sums ``sum(g_k, dim=0)`` (each maybe kept 2-D and reshaped
+to 1-D, as autodiff writes the reduction of a broadcast), becomes one column sum of the stacked
+``g_k`` when a weight's batched gradient stacks the same ``g_k`` anyway (a linear layer or an
+RNN cell at every step); a stack of the same values in the same order is built once (an LSTM's
+two weights and its bias all read one stack of the gate gradients). Alone, the copy into the
+stack would cost more than the separate sums it saves, so such sums are left as they are.
 
 Example::
 
@@ -56,16 +58,22 @@ def run(program: Program, fetch=None) -> Program:
     read = readers(program)
     producer = {name: op for op in block.ops for name in op.outputs}
     position = {id(op): i for i, op in enumerate(block.ops)}
+    matches = []  # (root add, kind, terms, erased), in program order
+    for op in block.ops:  # (the adds inside a matched sum are inner: never roots themselves)
+        if op.type == "add" and not _inner(op, block, read, protected):
+            found = _match(block, op, producer, position, read, protected)
+            if found is not None:
+                matches.append((op, *found))
+    # a column sum is batched only onto a stack a product batching builds anyway: alone, the
+    # copy into the stack would cost more than the separate sums it saves
+    product_stacks = {tuple(pair[k] for pair in terms)
+                      for _, kind, terms, _ in matches if kind == "matmul" for k in (0, 1)}
     replaced: dict = {}  # id(root add) -> the operators computing its sum
     doomed: set = set()
     stacks: dict = {}  # the values stacked so far (in order) -> the stack's name
-    for op in block.ops:
-        if op.type != "add" or id(op) in doomed or _inner(op, block, read, protected):
+    for op, kind, terms, erased in matches:
+        if kind == "rows" and tuple(terms) not in product_stacks:
             continue
-        found = _match(block, op, producer, position, read, protected)
-        if found is None:
-            continue
-        kind, terms, erased = found
         replaced[id(op)] = (_batched if kind == "matmul" else _summed)(block, op, terms, stacks)
         doomed.update(id(e) for e in erased)
     if not replaced:

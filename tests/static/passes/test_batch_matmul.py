@@ -113,74 +113,75 @@ def test_pass_in_the_pipeline_and_disable():
     np.testing.assert_allclose(a, expected, rtol=1e-5)
 
 
-def _column_sums(k, form, shape=(4, 5)):
-    """sum_k of the column sums of g_k: ``plain`` sum(g, 0), ``keepdim`` sum(g, 0, keepdim)
-    (a (1, n) result) or ``reshaped`` reshape(sum(g, 0, keepdim), (n,)) as autodiff writes."""
+def _shared(k, form, a_shape=(4, 3), b_shape=(4, 5)):
+    """dw = sum_k a_k^T @ g_k and db = sum_k of the column sums of g_k: ``plain`` sum(g, 0),
+    ``keepdim`` sum(g, 0, keepdim) (a (1, n) result) or ``reshaped`` reshape(sum(g, 0,
+    keepdim), (n,)), as autodiff writes it."""
     prog = hf.static.Program()
     with hf.static.program_guard(prog):
-        g = [hf.static.data(f"g{i}", list(shape), "float64") for i in range(k)]
+        a = [hf.static.data(f"a{i}", list(a_shape), "float64") for i in range(k)]
+        g = [hf.static.data(f"g{i}", list(b_shape), "float64") for i in range(k)]
 
         def term(v):
             if form == "plain":
                 return v.sum(dim=0)
             if form == "keepdim":
                 return v.sum(dim=0, keepdim=True)
-            return v.sum(dim=(0,), keepdim=True).reshape(shape[1])
-        y = term(g[0])
+            return v.sum(dim=(0,), keepdim=True).reshape(b_shape[1])
+        db = term(g[0])
         for i in range(1, k):
-            y = y + term(g[i])
-    feed = {f"g{i}": RNG.standard_normal(shape) for i in range(k)}
-    expected = sum(feed[f"g{i}"].sum(axis=0, keepdims=form == "keepdim") for i in range(k))
-    return prog, y, feed, expected
+            db = db + term(g[i])
+        dw = a[0].T @ g[0]
+        for i in range(1, k):
+            dw = dw + a[i].T @ g[i]
+    feed = {f"a{i}": RNG.standard_normal(a_shape) for i in range(k)}
+    feed.update({f"g{i}": RNG.standard_normal(b_shape) for i in range(k)})
+    expected = (sum(feed[f"a{i}"].T @ feed[f"g{i}"] for i in range(k)),
+                sum(feed[f"g{i}"].sum(axis=0, keepdims=form == "keepdim") for i in range(k)))
+    return prog, (dw, db), feed, expected
 
 
 @pytest.mark.parametrize("form", ["plain", "keepdim", "reshaped"])
-def test_sum_of_column_sums_becomes_one_column_sum(form):
-    prog, y, feed, expected = _column_sums(5, form)
-    out = batch_matmul.run(prog, fetch=[y])
-    assert _count(out, "sum") == 1 and _count(out, "concat") == 1 and _count(out, "add") == 0
-    assert _count(out, "reshape") == 0 and _count(prog, "sum") == 5  # the input is untouched
-    (got,) = _run(out, [y.name], feed)
-    assert got.shape == expected.shape
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
-
-
-def test_column_sums_over_other_dims_or_shapes_are_left_alone():
-    prog = hf.static.Program()
-    with hf.static.program_guard(prog):
-        g = [hf.static.data(f"g{i}", [4, 4], "float64") for i in range(3)]
-        rows = g[0].sum(dim=1) + g[1].sum(dim=1) + g[2].sum(dim=1)  # not column sums
-        h = [hf.static.data(f"h{i}", [4 + (i == 1), 4], "float64") for i in range(3)]
-        mixed = h[0].sum(dim=0) + h[1].sum(dim=0) + h[2].sum(dim=0)  # h_1 has 5 rows
-        also = g[0].sum(dim=0) + g[1].sum(dim=0) + g[2].T @ g[2][0]  # one term is no sum
-    out = batch_matmul.run(prog, fetch=[rows, mixed, also])
-    assert _count(out, "concat") == 0
-    feed = {**{f"g{i}": RNG.standard_normal((4, 4)) for i in range(3)},
-            **{f"h{i}": RNG.standard_normal((4 + (i == 1), 4)) for i in range(3)}}
-    got = _run(out, [rows.name, mixed.name, also.name], feed)
-    want = _run(prog, [rows.name, mixed.name, also.name], feed)
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(a, b)
-
-
-def test_a_stack_of_the_same_values_is_built_once():
+def test_column_sums_of_a_stacked_product_share_its_stack(form):
     """A weight's and a bias's gradient over the same per-step gradients g_k (a linear layer
-    at every step) share one stack of the g_k."""
-    prog = hf.static.Program()
-    with hf.static.program_guard(prog):
-        a = [hf.static.data(f"a{i}", [4, 3], "float64") for i in range(4)]
-        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(4)]
-        dw = a[0].T @ g[0] + a[1].T @ g[1] + a[2].T @ g[2] + a[3].T @ g[3]
-        db = g[0].sum(dim=0) + g[1].sum(dim=0) + g[2].sum(dim=0) + g[3].sum(dim=0)
+    at every step): the bias's is one column sum of the stack the product builds (built once)."""
+    prog, (dw, db), feed, (want_dw, want_db) = _shared(5, form)
     out = batch_matmul.run(prog, fetch=[dw, db])
     assert _count(out, "concat") == 2 and _count(out, "matmul") == 1 and _count(out, "sum") == 1
-    feed = {**{f"a{i}": RNG.standard_normal((4, 3)) for i in range(4)},
-            **{f"g{i}": RNG.standard_normal((4, 5)) for i in range(4)}}
+    assert _count(out, "add") == 0 and _count(out, "reshape") == 0
+    assert _count(prog, "sum") == 5  # the input is untouched
     got_dw, got_db = _run(out, [dw.name, db.name], feed)
-    np.testing.assert_allclose(got_dw, sum(feed[f"a{i}"].T @ feed[f"g{i}"] for i in range(4)),
-                               rtol=1e-12)
-    np.testing.assert_allclose(got_db, sum(feed[f"g{i}"].sum(axis=0) for i in range(4)),
-                               rtol=1e-12)
+    np.testing.assert_allclose(got_dw, want_dw, rtol=1e-12)
+    assert got_db.shape == want_db.shape
+    np.testing.assert_allclose(got_db, want_db, rtol=1e-12)
+
+
+def test_column_sums_alone_are_left_alone():
+    """Without a product stacking the same values, a stack would cost more than it saves."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(4)]
+        db = g[0].sum(dim=0) + g[1].sum(dim=0) + g[2].sum(dim=0) + g[3].sum(dim=0)
+    out = batch_matmul.run(prog, fetch=[db])
+    assert _count(out, "concat") == 0 and _count(out, "sum") == 4
+
+
+def test_sums_over_other_dims_or_with_other_terms_are_left_alone():
+    """With the g_k stacked for a product, sums that are not all column sums of them stay."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = [hf.static.data(f"a{i}", [4, 3], "float64") for i in range(3)]
+        g = [hf.static.data(f"g{i}", [4, 4], "float64") for i in range(3)]
+        dw = a[0].T @ g[0] + a[1].T @ g[1] + a[2].T @ g[2]
+        rows = g[0].sum(dim=1) + g[1].sum(dim=1) + g[2].sum(dim=1)  # not column sums
+        mixed = g[0].sum(dim=0) + g[1].sum(dim=0) + (g[2].T @ g[2])[0]  # one term is no sum
+    out = batch_matmul.run(prog, fetch=[dw, rows, mixed])
+    assert _count(out, "concat") == 2 and _count(out, "sum") == 5
+    feed = {**{f"a{i}": RNG.standard_normal((4, 3)) for i in range(3)},
+            **{f"g{i}": RNG.standard_normal((4, 4)) for i in range(3)}}
+    names = [dw.name, rows.name, mixed.name]
+    for got, want in zip(_run(out, names, feed), _run(prog, names, feed)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_unrolled_rnn_with_bias_through_to_static():
