@@ -541,7 +541,7 @@ class StaticFunction:
         diff = [("input", i) for i, t in enumerate(leaves) if t._rg] + \
             [("param", t) for t in program.params.values() if getattr(t, "_rg", False)]
         if not (grad and float_outputs and diff):
-            optimized = optimize(program, fetch=outputs.fetch, verify=False)
+            optimized = optimize(program, fetch=outputs.fetch, verify=False, copy=False)
             return ConcreteProgram(optimized, outputs, names, executor)
         seeds = [data(f"grad_{fetch_vars[k].name}", fetch_vars[k].shape, fetch_vars[k].dtype)
                  for k in float_outputs]
@@ -558,11 +558,12 @@ class StaticFunction:
         seed_names = [s.name for s in seeds]
         report = None
         if self.memory_budget is None:
-            whole = optimize(program, fetch=fetch, verify=False)
+            whole = optimize(program, fetch=fetch, verify=False, copy=False)
         else:
             # recompute after CSE (which would merge the clones into their originals) and
             # before the in-place pass (the clones add late readers of forward values)
-            whole = optimize(program, fetch=fetch, disable=("inplace",), verify=False)
+            whole = optimize(program, fetch=fetch, disable=("inplace",), verify=False,
+                             copy=False)
             shapes = {n: tuple(t.shape) for n, t in zip(names, leaves)}
             whole, report = recompute(whole, outputs.fetch, present, seed_names,
                                       self.memory_budget, feed_shapes=shapes)

@@ -62,12 +62,15 @@ PASSES: tuple = (
 
 
 def optimize(program: Program, fetch=None, *, disable=(), debug: bool = False,
-             verify: bool = True) -> Program:
+             verify: bool = True, copy: bool = True) -> Program:
     """Run :data:`PASSES` on a copy of ``program`` and return the result.
 
     ``fetch``: the values the caller will fetch (names or Variables; default: the sinks).
     ``disable``: names of passes to skip. ``debug``: print the program after each pass.
     ``verify``: verify the program before the first pass and after each one.
+    ``copy=False``: the caller hands ``program`` over (it must not use it afterwards): the
+    passes rewrite it rather than a copy, which spares copying every operator and variable
+    (``to_static`` does so with the program it has just traced).
     """
     names = [p.name for p in PASSES]
     if isinstance(disable, str):
@@ -78,7 +81,8 @@ def optimize(program: Program, fetch=None, *, disable=(), debug: bool = False,
     fetch = resolve_fetch(program, fetch)
     if verify:
         _verify(program, "before any pass")
-    program = clone_program(program)  # the result is a new program even when every pass is off
+    if copy:  # the result is a new program even when every pass is off
+        program = clone_program(program)
     with private_copy(program) as make_private:  # the passes rewrite this copy, not a clone each
         for step in PASSES:
             if step.name in disable:

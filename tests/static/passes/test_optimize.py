@@ -192,6 +192,18 @@ def test_passes_share_optimizes_private_copy_and_clone_outside_it():
     assert optimize(prog, fetch=[y], disable=tuple(p.name for p in PASSES)) is not prog
 
 
+def test_optimize_without_a_copy_rewrites_the_program_it_is_handed():
+    """copy=False (to_static hands over the program it traced): the same result, computed in
+    the given program rather than in a copy of it."""
+    prog, y = _small()
+    expected = str(optimize(prog, fetch=[y]))
+    out = optimize(prog, fetch=[y], copy=False)
+    assert out is prog and str(out) == expected
+    feed = {"x": np.array([-1.0, 0.5, 2.0], np.float32)}
+    (got,) = hf.static.Executor().run(out, feed=feed, fetch_list=[y.name], return_numpy=True)
+    np.testing.assert_allclose(got, np.maximum(feed["x"] * 2 + 1, 0), rtol=1e-6)
+
+
 @pytest.mark.parametrize("with_cond", [False, True])
 def test_cloning_some_operators_is_erasing_the_others_from_a_full_copy(with_cond):
     from hybridfw.static.passes.rewrite import drop_unreachable_blocks, erase_ops
