@@ -184,14 +184,7 @@ class Tensor(TensorMethods):
 
     def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Tensor":
         """``.to('cuda')``, ``.to(hf.float64)``, ``.to(other_tensor)``, ``.to(device, dtype)``."""
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, DType) or (isinstance(a, str) and _is_dtype_name(a)) or \
-                    isinstance(a, (np.dtype, type)):
-                dtype = a
-            else:
-                device = a
+        dtype, device = self._to_arguments(args, dtype, device)
         out = self
         if device is not None:
             dev = as_device(device)
@@ -303,14 +296,6 @@ class Tensor(TensorMethods):
 
 
 _new = object.__new__
-
-
-def _is_dtype_name(s: str) -> bool:
-    try:
-        as_dtype(s)
-        return True
-    except TypeError:
-        return False
 
 
 def wrap_array(arr, dev=None) -> Tensor:

@@ -5,7 +5,9 @@ interpreter is active, so modules and functional code run unchanged on static Va
 """
 from __future__ import annotations
 
-from ..dtypes import as_dtype, bool_, float16, float32, float64, int32, int64
+import numpy as np
+
+from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
 from . import composite as C
 from . import elementwise as E
 from . import indexing as I
@@ -396,6 +398,21 @@ class TensorMethods(TensorLike):
         return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
 
     # ---- dtype conversion -------------------------------------------------------------------
+    @staticmethod
+    def _to_arguments(args, dtype=None, device=None) -> tuple:
+        """``(dtype, device)`` that ``.to(*args, dtype=, device=)`` asks for: a tensor gives
+        its dtype and device, a dtype (``hf.float64``, ``'float64'``, a numpy dtype or type)
+        the dtype, anything else the device."""
+        for a in args:
+            if isinstance(a, TensorLike):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, (DType, np.dtype, type)) or (isinstance(a, str) and
+                                                            _is_dtype_name(a)):
+                dtype = a
+            else:
+                device = a
+        return dtype, device
+
     def astype(self, dtype):
         dt = as_dtype(dtype)
         return self if dt is self.dtype else apply(E.cast, self, dtype=dt)
@@ -449,3 +466,11 @@ class TensorMethods(TensorLike):
 
     def zero_(self):
         return self.fill_(0)
+
+
+def _is_dtype_name(s: str) -> bool:
+    try:
+        as_dtype(s)
+        return True
+    except TypeError:
+        return False

@@ -289,8 +289,17 @@ to_device = register("to_device", infer=_to_device_infer, kernel=_to_device_kern
                      vjp=(lambda g, out, a, *, device, source:
                           apply(to_device, g, device=source, source=device),))
 
+def _detach_lower(in_shape, out_shape):
+    return list  # each index reads the same index of the input
+
+
+# a static program's Tensor.detach (eager detach shares the data, no op): the value itself, with
+# no gradient rule, so a program's gradients stop here
+detach = register("detach", infer=lambda a: (a.shape, a.dtype, None), view=True,
+                  kernel=lambda xp, a: a.view(), lower=view_rule(_detach_lower))
+
 __all__ = ["reshape", "permute", "broadcast_to", "concat", "concat_backward", "to_device",
-           "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes"]
+           "detach", "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes"]
 
 
 # ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
@@ -326,5 +335,5 @@ _BACKWARD = OnnxNotExportable("a gradient op (backward only); an exported model 
                               "only")
 
 onnx_rules(reshape=_onnx_reshape, permute=_onnx_permute, broadcast_to=_onnx_broadcast_to,
-           concat=_onnx_concat, to_device="Identity", sum_to_like=_BACKWARD,
+           concat=_onnx_concat, to_device="Identity", detach="Identity", sum_to_like=_BACKWARD,
            concat_backward=_BACKWARD)

@@ -97,6 +97,46 @@ class Variable(TensorMethods):
                              "only one-element tensors convert")
         return self.reshape(())
 
+    def detach(self) -> "Variable":
+        """The same value with no gradient path: the program's gradients stop here (eager
+        ``Tensor.detach`` shares the data without autograd history)."""
+        from ..ops.registry import apply
+        from ..ops.shape_ops import detach
+        return apply(detach, self)
+
+    def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Variable":
+        """``.to(hf.float64)``, ``.to(other)``, ``.to(device, dtype)`` as on a Tensor: a cast
+        (``copy=True``: a copy even when nothing changes). A program runs on one device, so
+        the device must be the program's."""
+        dtype, device = self._to_arguments(args, dtype, device)
+        if device is not None:
+            from ..backend import device as as_device
+            if as_device(device) is not self.device:
+                raise ValueError(f"to(): static Variable '{self.name}' lives in a program on "
+                                 f"{self.device}; a program runs on one device, so it cannot "
+                                 f"move to {as_device(device)} (build the program on that "
+                                 "device, or move the inputs before the call)")
+        out = self if dtype is None else self.astype(dtype)
+        return self.clone() if copy and out is self else out
+
+    def cpu(self) -> "Variable":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Variable":
+        return self.to("cuda" if device is None else
+                       device if not isinstance(device, int) else f"cuda:{device}")
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def contiguous(self) -> "Variable":
+        """The value itself: a program's values have no memory layout to change."""
+        return self
+
+    def is_contiguous(self) -> bool:
+        return True
+
     def tolist(self):
         """In converted code: nested Python lists of 0-d tensors of the program (the shape must
         be known while building)."""

@@ -281,3 +281,54 @@ def test_repeated_calls_rebuild_nested_results_each_time():
     assert len({id(o) for o in outs}) == 4
     np.testing.assert_allclose(outs[0].numpy(), [3.0, 0.0])  # not overwritten by later calls
     assert f.cache_info().hits == 3
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_detach_stops_gradients_as_in_eager(backend):
+    """``y.detach()`` in converted code: the gradient flows through ``y`` but not through its
+    detached copy (d/dw sum((x@w) * (x@w).detach()) = x^T (x@w), half the undetached one)."""
+    rng = np.random.default_rng(11)
+    x = hf.tensor(rng.standard_normal((4, 3)).astype(np.float64))
+    w0 = rng.standard_normal((3, 2))
+
+    def loss(x, w):
+        y = x @ w
+        return (y * y.detach()).sum() + y.detach().exp().sum()
+
+    grads = []
+    for fn in (loss, hf.jit.to_static(loss, backend=backend)):
+        w = hf.tensor(w0, requires_grad=True)
+        value = fn(x, w)
+        value.backward()
+        grads.append((value.item(), w.grad.numpy()))
+    xn = x.numpy()
+    y = xn @ w0
+    np.testing.assert_allclose(grads[1][0], (y * y).sum() + np.exp(y).sum(), rtol=1e-12)
+    np.testing.assert_allclose(grads[1][1], xn.T @ y, rtol=1e-12)
+    np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-12)
+
+
+def test_to_cpu_contiguous_in_converted_code():
+    """Tensor conversions in converted code: ``.to(dtype)``, ``.to(other)``, ``.to('cpu')``,
+    ``.cpu()``, ``.contiguous()`` as in eager; a device the program is not on is refused,
+    naming the variable."""
+    def convert(x, other):
+        a = x.to(hf.float64) + x.to(other).contiguous() + x.cpu().to("cpu", hf.float64)
+        return a, x.to(dtype="int32"), x.is_contiguous(), x.to(copy=True) * 1
+
+    x = hf.tensor(np.array([1.5, -2.25, 3.0], np.float32))
+    other = hf.tensor(np.zeros(1))  # float64
+    static = hf.jit.to_static(convert)
+    for got, want in zip(static(x, other), convert(x, other)):
+        if isinstance(want, bool):
+            assert got is want
+            continue
+        assert got.dtype is want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+    @hf.jit.to_static
+    def to_gpu(x):
+        return x.to("cuda") * 2
+
+    with pytest.raises(ValueError, match=r"static Variable 'input_0'.*one device"):
+        to_gpu(x)

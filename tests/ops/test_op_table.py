@@ -412,6 +412,9 @@ OPS = [
         lambda x: x.transpose(2, 0, 1).reshape(4, 6), [Inp((2, 3, 4))], ALL_NUM),
     Row("permute", lambda x: x.permute(2, 0, 1), lambda x: x.transpose(2, 0, 1),
         [Inp((2, 3, 4))], ALL_NUM),
+    # gradient x.detach() + exp(x).detach() (2x without the detaches): checked against PyTorch
+    Row("detach", lambda x: x * x.detach() + x.detach().exp(), lambda x: x * x + np.exp(x),
+        [A34], fd=False, torch_fn=lambda x: x * x.detach() + x.detach().exp()),
     Row("permute_fn_neg", lambda x: hf.permute(x, (-1, 0, 1)), lambda x: x.transpose(2, 0, 1),
         [Inp((2, 3, 4))]),
     Row("transpose", lambda x: x.transpose(0, 1), lambda x: x.T, [A34], ALL_NUM),
