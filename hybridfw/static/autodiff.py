@@ -216,8 +216,11 @@ class _Backward:
     def run(self, block, grads: dict, resolve, reachable: set) -> None:
         """Walk ``block``'s operators in reverse, adding to ``grads`` (forward name -> gradient
         Variable) the gradients of every reachable floating-point value they read."""
+        no_grad = self.program.no_grad_values
         for op in reversed(block.ops):
             if not any(grads.get(o) is not None for o in op.outputs):
+                continue
+            if no_grad and no_grad.issuperset(op.outputs):  # built under hf.no_grad()
                 continue
             previous = ir._origin_provider
             ir._origin_provider = (lambda origin=self.call_origin or op.origin: origin)

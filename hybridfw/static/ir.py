@@ -21,6 +21,7 @@ import itertools
 
 from ..backend import cpu
 from ..dtypes import DType, as_dtype
+from ..dygraph.autograd import GradMode
 from ..ops.methods import TensorMethods
 
 __all__ = ["Variable", "Operator", "Block", "Program", "format_origin"]
@@ -229,9 +230,13 @@ class Block:
 
     def append_op(self, op: Operator) -> Operator:
         """Append ``op``; a new operator gets its origin from the origin provider, if one is
-        set (:func:`hybridfw.static.builder.set_origin_provider`)."""
+        set (:func:`hybridfw.static.builder.set_origin_provider`). Under ``hf.no_grad()`` its
+        outputs join the program's ``no_grad_values``: gradients do not flow back through it,
+        as eager autograd records nothing there."""
         if op.origin is None and _origin_provider is not None:
             op.origin = _origin_provider()
+        if not GradMode.enabled:
+            self.program.no_grad_values.update(op.outputs)
         self.ops.append(op)
         return op
 
@@ -258,6 +263,7 @@ class Program:
         self._captured: dict = {}     # id(eager tensor) -> variable name
         self._updated: dict = {}      # id(eager tensor) -> name of its value after an update
         self._current = 0
+        self.no_grad_values: set = set()  # outputs of operators built under hf.no_grad()
 
     # ---- structure --------------------------------------------------------------------------
     def global_block(self) -> Block:

@@ -332,3 +332,32 @@ def test_to_cpu_contiguous_in_converted_code():
 
     with pytest.raises(ValueError, match=r"static Variable 'input_0'.*one device"):
         to_gpu(x)
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_no_grad_blocks_stop_gradients_as_in_eager(backend):
+    """``with hf.no_grad():`` inside converted code records nothing for backward, as in eager:
+    d/dw sum((x@w) * z) with z = 2 (x@w) computed under no_grad is x^T z, not 2 x^T z."""
+    rng = np.random.default_rng(12)
+    x = hf.tensor(rng.standard_normal((4, 3)))
+    w0 = rng.standard_normal((3, 2))
+
+    def loss(x, w):
+        y = x @ w
+        with hf.no_grad():
+            z = y * 2
+            if z.sum() > 0:  # a converted if under no_grad too
+                z = z + 1
+            else:
+                z = z - 1
+        return (y * z).sum()
+
+    grads = []
+    for fn in (loss, hf.jit.to_static(loss, backend=backend)):
+        w = hf.tensor(w0, requires_grad=True)
+        fn(x, w).backward()
+        grads.append(w.grad.numpy())
+    y = x.numpy() @ w0
+    z = 2 * y + (1 if (2 * y).sum() > 0 else -1)
+    np.testing.assert_allclose(grads[1], x.numpy().T @ z, rtol=1e-12)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)

@@ -505,3 +505,21 @@ def test_dropout_with_a_dynamic_batch_dim_has_eager_gradients():
     ref = eager_grads((F.dropout(xe * w, 0.3) ** 2).sum(), [w, xe])
     for g, r in zip(got, ref):
         np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+def test_operators_built_under_no_grad_pass_no_gradient():
+    """A static program built partly under hf.no_grad(): gradients() does not flow back
+    through those operators (eager autograd records nothing there)."""
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [3], "float64")
+        w = S.data("w", [3], "float64")
+        y = x * w
+        with hf.no_grad():
+            z = y.exp()
+        loss = (y * z).sum()
+        (gw,) = S.gradients([loss], [w])
+    assert z.name in prog.no_grad_values and y.name not in prog.no_grad_values
+    xv, wv = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5])
+    (got,) = run(prog, {"x": xv, "w": wv}, [gw])
+    np.testing.assert_allclose(got, xv * np.exp(xv * wv), rtol=1e-12)  # not (1 + y) e^y x
