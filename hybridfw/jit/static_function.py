@@ -32,7 +32,7 @@ from ..dygraph.tensor import Tensor, wrap_array
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
 from ..static.executor import check_backend
-from ..static.ir import Variable
+from ..static.ir import Variable, format_origin
 from ..static.partition import split_forward_backward
 from ..static.passes import inplace as inplace_pass
 from .errors import add_user_location, origin_provider
@@ -488,6 +488,7 @@ class StaticFunction:
                 static_args = _rebuild(list(args), it)
                 static_kwargs = _rebuild(dict(kwargs), it)
                 result = self._converted()(*static_args, **static_kwargs)
+                self._refuse_updated_arguments(program, feeds, names)
                 outputs = _Outputs(program, result)
                 entry = self._finish(program, outputs, names, leaves, grad)
         except Exception as exc:
@@ -495,6 +496,22 @@ class StaticFunction:
             raise
         self._cache[key] = entry
         return entry
+
+    def _refuse_updated_arguments(self, program, feeds, names) -> None:
+        """An in-place update of an argument (``x.add_(1)``) would change the caller's tensor in
+        eager mode; a converted function does not write its arguments back, so it is refused
+        rather than silently dropped."""
+        for i, (var, name) in enumerate(zip(feeds, names)):
+            if var.name == name:
+                continue
+            op = next((op for op in program.global_block().ops if var.name in op.outputs), None)
+            where = format_origin(op.origin) if op is not None else ""
+            raise ConversionError(
+                f"to_static({self.__qualname__}): tensor argument {i} is updated in place"
+                f"{f' ({op.type})' if op is not None else ''}; a converted function does not "
+                f"write back to its arguments as eager code would: update a copy "
+                f"(y = x.clone(); y.{op.type if op is not None else 'add'}_(...)) or assign the "
+                f"result (x = x + ...) and return it{where}")
 
     def _feed_name(self, i):
         spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None

@@ -8,6 +8,7 @@ import pytest
 
 import hybridfw as hf
 from hybridfw import nn
+from hybridfw.converter import ConversionError
 
 
 def branchy(x):
@@ -361,3 +362,45 @@ def test_no_grad_blocks_stop_gradients_as_in_eager(backend):
     z = 2 * y + (1 if (2 * y).sum() > 0 else -1)
     np.testing.assert_allclose(grads[1], x.numpy().T @ z, rtol=1e-12)
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+
+
+def test_an_in_place_update_of_an_argument_is_refused_naming_the_line():
+    """Eager ``x.add_(1)`` changes the caller's tensor; a converted function does not write
+    its arguments back, so the update is refused (not silently dropped); a copy may be
+    updated."""
+    def bump(x):
+        x.add_(1.0)
+        return x * 2
+
+    def assign(x):
+        x[0] = 5.0
+        return x.sum()
+
+    def bump_copy(x):
+        y = x.clone()
+        y.add_(1.0)
+        y[0] = 5.0
+        return y * 2
+
+    x = hf.tensor(np.array([1.0, 2.0, 3.0], np.float32))
+    for fn, line in ((bump, "x.add_(1.0)"), (assign, "x[0] = 5.0")):
+        with pytest.raises(ConversionError, match="argument 0 is updated in place") as info:
+            hf.jit.to_static(fn)(x)
+        assert line in str(info.value) and "test_to_static.py" in str(info.value)
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])  # untouched
+    np.testing.assert_array_equal(hf.jit.to_static(bump_copy)(x).numpy(), [10.0, 6.0, 8.0])
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_a_clone_updated_in_place_leaves_the_original_alone():
+    """``y = x.clone(); y[0] = 5`` then ``x + y``: x keeps its values, as in eager (the clone
+    was once the very same Variable, and the update reached x too: [10, 4, 6])."""
+    def f(x):
+        y = x.clone()
+        y[0] = 5.0
+        y.mul_(1.0)
+        return x + y
+
+    x = hf.tensor(np.array([1.0, 2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(hf.jit.to_static(f)(x).numpy(), [6.0, 4.0, 6.0])
+    np.testing.assert_array_equal(f(x).numpy(), [6.0, 4.0, 6.0])

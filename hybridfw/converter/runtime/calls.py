@@ -114,8 +114,9 @@ def convert_call(fn):
         return special[1]
     if isinstance(fn, types.MethodType):
         target = fn.__self__
-        if isinstance(target, Variable) and fn.__name__ in ("numpy", "item", "clone"):
-            # (detach and cpu are the Variable's own: detach stops the program's gradients)
+        if isinstance(target, Variable) and fn.__name__ in ("numpy", "item"):
+            # (detach, cpu and clone are the Variable's own: detach stops the program's
+            # gradients, clone is a new value an in-place update of leaves the original alone)
             return lambda: target if fn.__name__ != "item" else target.reshape(())
         if _user_function(fn.__func__):
             return types.MethodType(_converted(fn.__func__), target)
