@@ -35,6 +35,7 @@ from ..static.executor import check_backend
 from ..static.ir import Variable, format_origin
 from ..static.partition import split_forward_backward
 from ..static.passes import inplace as inplace_pass
+from ..static.passes.analysis import walk_ops
 from .errors import add_user_location, origin_provider
 from .input_spec import InputSpec
 from .run_program import RunState, attach_node
@@ -158,6 +159,21 @@ class ConcreteProgram:
         self._plans: dict = {}  # id(program) -> (array signature, plan) of its last run
         self._hot = None  # inference: the whole call for the last signature (see __call__)
         self._hot_plan = None
+        self.write_back: list = []  # (argument index, value name): see set_write_back
+        self._written: list = []
+
+    def set_write_back(self, updates) -> None:
+        """Each call writes the value named for an argument back into that argument's tensor
+        (the function updates it in place), after the function's own results."""
+        self.write_back = list(updates)
+        self._written = [name for _, name in updates]
+
+    def _write_back(self, tensors, arrays) -> None:
+        for (i, _), value in zip(self.write_back, arrays):
+            t = tensors[i]
+            xp = np if t._data.__class__ is np.ndarray else array_device(t._data).xp
+            xp.copyto(t._data, value, casting="unsafe")  # (a lower category: cast as eager)
+            t._storage.version += 1
 
     def _run(self, program, arrays, fetch, same_signature=False):
         # fast path: the plan of this program's last run, when it no longer changes (tiering
@@ -249,6 +265,12 @@ class ConcreteProgram:
         if self.backward_program is None:
             if same_signature and self._hot is not None:
                 return self._hot(tensors)
+            if self.write_back:
+                results = self._run(self.program, [t._data for t in tensors],
+                                    self.fetch + self._written)
+                n = len(self.fetch)
+                self._write_back(tensors, results[n:])
+                return self.outputs.build([wrap_array(r) for r in results[:n]])
             results = self._run(self.program, [t._data for t in tensors], self.fetch)
             self._set_hot()
             return self.outputs.build([wrap_array(r) for r in results])
@@ -256,8 +278,8 @@ class ConcreteProgram:
         plan = self._saved_plan
         if plan is None:
             plan = self._plan_saved(len(arrays))
-        results = self._run(self.program, arrays, self.fetch + self._saved_fetch,
-                            same_signature)
+        results = self._run(self.program, arrays, self.fetch + self._saved_fetch +
+                            self._written, same_signature)
         n = len(self.fetch)
         outs, extra = results[:n], results[n:]
         inputs = [tensors[i] if kind == "input" else i for kind, i in self.diff_inputs]
@@ -293,6 +315,8 @@ class ConcreteProgram:
             st = (tensors[i] if kind == "input" else wrapped[i])._storage
             storages.append(st)
             state.guards.append((st, st.version, kind, i))
+        if self.write_back:  # (after the guards: backward then sees an argument it read change)
+            self._write_back(tensors, results[len(results) - len(self._written):])
         return self.outputs.build(wrapped)
 
 
@@ -488,30 +512,48 @@ class StaticFunction:
                 static_args = _rebuild(list(args), it)
                 static_kwargs = _rebuild(dict(kwargs), it)
                 result = self._converted()(*static_args, **static_kwargs)
-                self._refuse_updated_arguments(program, feeds, names)
+                updates = self._argument_updates(program, feeds, names, leaves)
                 outputs = _Outputs(program, result)
-                entry = self._finish(program, outputs, names, leaves, grad)
+                entry = self._finish(program, outputs, names, leaves, grad, updates)
         except Exception as exc:
             add_user_location(exc)
             raise
         self._cache[key] = entry
         return entry
 
-    def _refuse_updated_arguments(self, program, feeds, names) -> None:
-        """An in-place update of an argument (``x.add_(1)``) would change the caller's tensor in
-        eager mode; a converted function does not write its arguments back, so it is refused
-        rather than silently dropped."""
+    def _argument_updates(self, program, feeds, names, leaves) -> list:
+        """``(argument index, name of its final value)`` for each tensor argument the function
+        updates in place (``x.add_(1)``, ``x[0] = 5``): each call writes that value back into
+        the caller's tensor, as eager code changes it. Refused as eager refuses it: an argument
+        that requires grad (unless updated under ``hf.no_grad()``), or a result of a higher
+        dtype category than the argument's."""
+        updates = []
+        for i, (var, name) in enumerate(zip(feeds, names)):
+            if name in program.updated_in_blocks or var.name in program.updated_in_blocks:
+                raise ConversionError(
+                    f"to_static({self.__qualname__}): tensor argument {i} is updated in place "
+                    f"inside a converted if/while body; write the update as an assignment there "
+                    f"(x = x + ...) and return x, or update a clone() of the argument")
         for i, (var, name) in enumerate(zip(feeds, names)):
             if var.name == name:
                 continue
-            op = next((op for op in program.global_block().ops if var.name in op.outputs), None)
+            op = next((op for _, op in walk_ops(program.global_block())
+                       if var.name in op.outputs), None)
+            what = f" ({op.type})" if op is not None else ""
             where = format_origin(op.origin) if op is not None else ""
-            raise ConversionError(
-                f"to_static({self.__qualname__}): tensor argument {i} is updated in place"
-                f"{f' ({op.type})' if op is not None else ''}; a converted function does not "
-                f"write back to its arguments as eager code would: update a copy "
-                f"(y = x.clone(); y.{op.type if op is not None else 'add'}_(...)) or assign the "
-                f"result (x = x + ...) and return it{where}")
+            tensor = leaves[i]
+            if tensor._rg and var.name not in program.no_grad_values:
+                raise ConversionError(
+                    f"to_static({self.__qualname__}): tensor argument {i} requires grad and is "
+                    f"updated in place{what}; as in eager code, wrap the update in hf.no_grad() "
+                    f"or update a clone() of it{where}")
+            if var.dtype is not tensor.dtype and var.dtype.category > tensor.dtype.category:
+                raise ConversionError(
+                    f"to_static({self.__qualname__}): tensor argument {i} is updated in place"
+                    f"{what} with a result of type {var.dtype}, which can't be cast to its type "
+                    f"{tensor.dtype}{where}")
+            updates.append((i, var.name))
+        return updates
 
     def _feed_name(self, i):
         spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
@@ -550,16 +592,20 @@ class StaticFunction:
             parts.append(f"{label} program: {text}")
         return "\n".join(parts)
 
-    def _finish(self, program, outputs, names, leaves, grad) -> ConcreteProgram:
+    def _finish(self, program, outputs, names, leaves, grad, updates=()) -> ConcreteProgram:
         executor = Executor(backend=self.backend, tier_after=self.tier_after)
         block = program.global_block()
         fetch_vars = [block.var(n) for n in outputs.fetch]
         float_outputs = [k for k, v in enumerate(fetch_vars) if v.dtype.is_floating_point]
         diff = [("input", i) for i, t in enumerate(leaves) if t._rg] + \
             [("param", t) for t in program.params.values() if getattr(t, "_rg", False)]
+        written = [name for _, name in updates]  # arguments' values written back
         if not (grad and float_outputs and diff):
-            optimized = optimize(program, fetch=outputs.fetch, verify=False, copy=False)
-            return ConcreteProgram(optimized, outputs, names, executor)
+            optimized = optimize(program, fetch=outputs.fetch + written, verify=False,
+                                 copy=False)
+            entry = ConcreteProgram(optimized, outputs, names, executor)
+            entry.set_write_back(updates)
+            return entry
         seeds = [data(f"grad_{fetch_vars[k].name}", fetch_vars[k].shape, fetch_vars[k].dtype)
                  for k in float_outputs]
         targets = [block.var(names[i]) if kind == "input" else i for kind, i in diff]
@@ -571,7 +617,7 @@ class StaticFunction:
                                   "them to one dtype")
         grad_names = [g.name if g is not None else None for g in grads]
         present = [g for g in grad_names if g is not None]
-        fetch = outputs.fetch + present
+        fetch = outputs.fetch + present + written
         seed_names = [s.name for s in seeds]
         report = None
         if self.memory_budget is None:
@@ -586,8 +632,9 @@ class StaticFunction:
                                       self.memory_budget, feed_shapes=shapes)
             whole = inplace_pass.run(whole, fetch)
         forward, backward, saved = split_forward_backward(
-            whole, outputs.fetch, present, seed_names)
+            whole, outputs.fetch + written, present, seed_names)
         entry = ConcreteProgram(forward, outputs, names, executor, backward)
+        entry.set_write_back(updates)
         entry.recompute_report = report
         entry.saved_names = list(saved)
         entry.seed_names = [s.name for s in seeds]

@@ -66,6 +66,8 @@ class StaticInterpreter:
                              f"the target of shape {target.shape}")
         block = out.block
         old_name = target.name
+        if block.idx != 0:  # (to_static refuses to write such an update of an argument back)
+            self.program.updated_in_blocks.add(old_name)
         # the old value keeps its name (earlier operators read it); the Python object the user
         # holds becomes the new value
         target.block.vars[old_name] = Variable(target.block, old_name, target.shape,

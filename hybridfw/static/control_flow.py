@@ -351,6 +351,7 @@ def while_loop(cond_fn: Callable, body_fn: Callable, loop_vars):
             # a dim changes across iterations: rebuild both blocks with it unknown (-1)
             del program.blocks[first_new_block:]
             shapes = loop.shapes
+    program.updated_in_blocks.update(v.name for v, u in zip(init, loop.updated) if u)
     body_names = [o.name for o in loop.outputs]
     captured = outer_reads([(loop.cond_block, [loop.flag.name]), (loop.body_block, body_names)])
     finals = [outer.create_var(s, d) for s, d in zip(loop.shapes, loop.dtypes)]
@@ -384,8 +385,11 @@ class _LoopBuilder:
             self.flag = to_variable(program, cond_fn(*cond_in))
         _check_flag("while_loop", "cond_fn's result", self.flag)
         self.body_block, self.body_args, body_in = self._block(shapes)
+        names = [a.name for a in self.body_args]
         with build_in(program, self.body_block):
             result = _loop_values(body_fn(*body_in), count)
+        # loop variables the body updated in place (recorded by the builder's apply_inplace)
+        self.updated = [n in program.updated_in_blocks for n in names]
         self.outputs = self._body_outputs(result)
         self.shapes = [_merge_shape("while_loop", f"loop variable{p}", s, o.shape, "loop_vars",
                                     "body_fn's result")

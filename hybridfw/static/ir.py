@@ -264,6 +264,9 @@ class Program:
         self._updated: dict = {}      # id(eager tensor) -> name of its value after an update
         self._current = 0
         self.no_grad_values: set = set()  # outputs of operators built under hf.no_grad()
+        # values an in-place op inside a branch or loop body updated (hf.jit.to_static cannot
+        # write such an update of an argument back to the caller's tensor)
+        self.updated_in_blocks: set = set()
 
     # ---- structure --------------------------------------------------------------------------
     def global_block(self) -> Block:

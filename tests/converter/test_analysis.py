@@ -63,6 +63,17 @@ def test_item_assignment_binds_the_base_name():
     assert assigned_names(body("obj.items[0] = v")) == []
 
 
+def test_in_place_method_call_statements_bind_the_base_name():
+    assert assigned_names(body("y.add_(1)")) == ["y"]
+    assert assigned_names(body("_jst.convert_call(y.mul_)(2.0)")) == ["y"]  # as converted
+    assert assigned_names(body("y.add_(1)"), item_targets=False) == []
+    # not in place: a plain method, a private one, an attribute chain, a value used
+    assert assigned_names(body("y.add(1)")) == []
+    assert assigned_names(body("y._set_(1)")) == []
+    assert assigned_names(body("obj.w.zero_()")) == []
+    assert assigned_names(body("z = y.add_(1)")) == ["z"]
+
+
 def test_loop_with_and_del_targets():
     stmts = body("""
         for i, (j, k) in pairs:

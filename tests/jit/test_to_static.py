@@ -364,32 +364,80 @@ def test_no_grad_blocks_stop_gradients_as_in_eager(backend):
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
 
 
-def test_an_in_place_update_of_an_argument_is_refused_naming_the_line():
-    """Eager ``x.add_(1)`` changes the caller's tensor; a converted function does not write
-    its arguments back, so the update is refused (not silently dropped); a copy may be
-    updated."""
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_an_in_place_update_of_an_argument_reaches_the_callers_tensor(backend):
+    """Eager ``x.add_(1)`` / ``x[0] = 5`` change the caller's tensor; so does each call of the
+    converted function (the final value is written back, its storage version bumped)."""
     def bump(x):
         x.add_(1.0)
         return x * 2
 
-    def assign(x):
+    def assign(x, y):
         x[0] = 5.0
-        return x.sum()
+        x.mul_(y)
+        return x.sum() + y.sum()
 
-    def bump_copy(x):
-        y = x.clone()
-        y.add_(1.0)
-        y[0] = 5.0
-        return y * 2
+    for fn, args in ((bump, [[1.0, 2.0, 3.0]]), (assign, [[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]])):
+        static = hf.jit.to_static(fn, backend=backend)
+        eager_args = [hf.tensor(np.array(a, np.float32)) for a in args]
+        static_args = [hf.tensor(np.array(a, np.float32)) for a in args]
+        for _ in range(3):  # the repeated (fast-path) calls write back too
+            version = static_args[0]._storage.version
+            want, got = fn(*eager_args), static(*static_args)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+            for e, s in zip(eager_args, static_args):
+                np.testing.assert_array_equal(s.numpy(), e.numpy())
+            assert static_args[0]._storage.version > version
 
-    x = hf.tensor(np.array([1.0, 2.0, 3.0], np.float32))
-    for fn, line in ((bump, "x.add_(1.0)"), (assign, "x[0] = 5.0")):
-        with pytest.raises(ConversionError, match="argument 0 is updated in place") as info:
-            hf.jit.to_static(fn)(x)
-        assert line in str(info.value) and "test_to_static.py" in str(info.value)
-    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])  # untouched
-    np.testing.assert_array_equal(hf.jit.to_static(bump_copy)(x).numpy(), [10.0, 6.0, 8.0])
-    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])
+
+def test_training_through_a_function_that_updates_an_argument():
+    """The updated argument (no grad) is written back; the weight's gradient is eager's. An
+    argument the backward reads from before its update fails at backward, as in eager."""
+    def step(x, w):
+        x.mul_(0.5)
+        return (x * w).sum() + w.sum()
+
+    def stale(x, w):
+        y = (x * w).sum()  # saves x for w's gradient
+        x.mul_(0.5)
+        return y
+
+    w0 = np.array([0.5, -1.0, 2.0])
+    results = []
+    for fn in (step, hf.jit.to_static(step)):
+        x = hf.tensor(np.array([1.0, 2.0, 3.0]))
+        w = hf.tensor(w0, requires_grad=True)
+        fn(x, w).backward()
+        results.append((x.numpy(), w.grad.numpy()))
+    np.testing.assert_array_equal(results[1][0], [0.5, 1.0, 1.5])
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-12)
+    np.testing.assert_allclose(results[1][1], [1.5, 2.0, 2.5], rtol=1e-12)
+    for fn in (stale, hf.jit.to_static(stale)):
+        x = hf.tensor(np.array([1.0, 2.0, 3.0]))
+        out = fn(x, hf.tensor(w0, requires_grad=True))
+        np.testing.assert_array_equal(x.numpy(), [0.5, 1.0, 1.5])
+        with pytest.raises(RuntimeError, match="modified in place"):
+            out.backward()
+
+
+def test_an_in_place_update_eager_refuses_is_refused_naming_the_line():
+    def bump(x):
+        x.add_(1.0)
+        return x * 2
+
+    def to_float(x):
+        x.add_(0.5)  # int64 += float: eager raises TypeError
+        return x
+
+    leaf = hf.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    with pytest.raises(ConversionError, match="argument 0 requires grad") as info:
+        hf.jit.to_static(bump)(leaf)
+    assert "x.add_(1.0)" in str(info.value) and "test_to_static.py" in str(info.value)
+    with pytest.raises(TypeError):
+        to_float(hf.tensor([1, 2]))
+    with pytest.raises(ConversionError, match="can't be cast") as info:
+        hf.jit.to_static(to_float)(hf.tensor([1, 2]))
+    assert "x.add_(0.5)" in str(info.value)
 
 
 def test_a_clone_updated_in_place_leaves_the_original_alone():
@@ -404,3 +452,45 @@ def test_a_clone_updated_in_place_leaves_the_original_alone():
     x = hf.tensor(np.array([1.0, 2.0, 3.0], np.float32))
     np.testing.assert_array_equal(hf.jit.to_static(f)(x).numpy(), [6.0, 4.0, 6.0])
     np.testing.assert_array_equal(f(x).numpy(), [6.0, 4.0, 6.0])
+
+
+def test_in_place_updates_inside_converted_if_and_while():
+    """``y.add_(1)`` in a tensor-dependent if/while body updates the local ``y`` as in eager
+    (it is a value the branch or loop carries, like ``y[i] = v``); an argument updated there
+    cannot be written back and is refused."""
+    def branch(x, flag):
+        y = x.clone()
+        if flag > 0:
+            y.add_(1.0)
+        else:
+            y[0] = -1.0
+        return y * 2
+
+    def loop(x, n):
+        y = x * 1
+        i = n * 0
+        while i < n:
+            y.mul_(2.0)
+            i = i + 1
+        return y.sum()
+
+    def argument_in_loop(x, n):
+        i = n * 0
+        while i < n:
+            x.mul_(2.0)
+            i = i + 1
+        return x.sum()
+
+    def argument_in_branch(x, flag):
+        if flag > 0:
+            x.add_(1.0)
+        return x * 2
+
+    for fn, extra in ((branch, 1), (branch, -1), (loop, 3), (loop, 0)):
+        x = hf.tensor(np.array([1.0, 2.0]))
+        want = fn(x, hf.tensor(extra)).numpy()
+        np.testing.assert_array_equal(hf.jit.to_static(fn)(x, hf.tensor(extra)).numpy(), want)
+        np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+    for fn in (argument_in_loop, argument_in_branch):
+        with pytest.raises(ConversionError, match="updated in place inside a converted"):
+            hf.jit.to_static(fn)(hf.tensor(np.array([1.0, 2.0])), hf.tensor(2))

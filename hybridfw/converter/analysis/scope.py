@@ -2,8 +2,9 @@
 
 - :func:`assigned_names`: names a list of statements binds in the current function scope
   (assignments, augmented assignments, for targets, ``with ... as``, imports, nested ``def``
-  and ``class`` names, walrus targets, and the base name of an item assignment ``y[i] = v``,
-  which updates the tensor ``y``), not descending into nested scopes.
+  and ``class`` names, walrus targets, and the base name of an item assignment ``y[i] = v``
+  or of an in-place method call statement ``y.add_(1)``, which update the tensor ``y``), not
+  descending into nested scopes.
 - :func:`read_names`: names loaded, including inside nested functions and lambdas (their free
   variables are read from this scope when they run).
 - :func:`definitely_bound`: the names certainly bound before a statement runs, for a simple
@@ -37,6 +38,20 @@ class _Assigned(gast.NodeVisitor):
                 base = base.value
             if isinstance(base, gast.Name):
                 self.names.setdefault(base.id)
+        self.generic_visit(node)
+
+    def visit_Expr(self, node):
+        # ``y.add_(1)`` (a method ending in one ``_``) updates the tensor ``y`` in place, like
+        # ``y[i] = v``; another object's value is passed through unchanged
+        call = node.value
+        method = call.func if isinstance(call, gast.Call) else None
+        if isinstance(method, gast.Call) and len(method.args) == 1 and \
+                isinstance(method.func, gast.Attribute) and method.func.attr == "convert_call":
+            method = method.args[0]  # (as the call transformer wrote it: convert_call(y.add_))
+        if self.item_targets and isinstance(method, gast.Attribute) and \
+                isinstance(method.value, gast.Name) and method.attr.endswith("_") and \
+                not method.attr.startswith("_"):
+            self.names.setdefault(method.value.id)
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node):
