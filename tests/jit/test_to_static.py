@@ -494,3 +494,25 @@ def test_in_place_updates_inside_converted_if_and_while():
     for fn in (argument_in_loop, argument_in_branch):
         with pytest.raises(ConversionError, match="updated in place inside a converted"):
             hf.jit.to_static(fn)(hf.tensor(np.array([1.0, 2.0])), hf.tensor(2))
+
+
+def test_print_of_f_strings_shows_each_runs_values(capsys):
+    """f-strings in converted code: format specs, conversions, ``{x=}``, literal braces and
+    Python values give eager's text; a static value printed is formatted with each run's
+    value (not the Variable that stood for it while tracing)."""
+    def report(x, k: int):
+        s = x.sum()
+        print(f"{k=} {k:>4d} {{literal}} s={s:.3f} r={s!r} {x.shape} {'txt'!s:>6}")
+        if s > 4:
+            print(f"big mean {x.mean():.2f}", f"layer_{k}")
+        return s * 2
+
+    static = hf.jit.to_static(report)
+    for values in ([1.0, 2.0], [5.0, 2.0], [0.5, 0.25]):
+        x = hf.tensor(np.array(values, np.float32))
+        report(x, 3)
+        eager = capsys.readouterr().out
+        static(x, 3)
+        assert capsys.readouterr().out == eager
+        assert "Variable" not in eager
+    assert "_jst.format_string(" in hf.jit.get_code(report)

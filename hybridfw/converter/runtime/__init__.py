@@ -12,6 +12,7 @@ from .calls import (
     convert_pop,
     convert_print,
     convert_with,
+    format_string,
     not_to_static,
 )
 from .control_flow import (
@@ -56,6 +57,7 @@ __all__ = [
     "convert_while",
     "convert_with",
     "convert_zip",
+    "format_string",
     "jst_module",
     "not_to_static",
     "return_value",

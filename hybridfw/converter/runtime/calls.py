@@ -40,6 +40,7 @@ __all__ = [
     "convert_pop",
     "convert_print",
     "convert_with",
+    "format_string",
     "not_to_static",
 ]
 
@@ -197,24 +198,67 @@ def numpy_callback(fn, args, kwargs):
 
 
 # ---- builtins -------------------------------------------------------------------------------
+class DeferredString(str):
+    """An f-string formatting a static value: as a ``str``, what it says while the program is
+    built (the value's description); :func:`convert_print` formats it again on every run,
+    with that run's values (``template`` in ``str.format`` syntax, ``values`` its fields)."""
+
+    __slots__ = ("template", "values")
+
+
+def format_string(template: str, *values):
+    """An f-string, as converted code writes it (``f"{x:.2f}"`` ->
+    ``format_string("{0:.2f}", x)``): the formatted text, or for a static value a
+    :class:`DeferredString` that a converted ``print`` formats on every run."""
+    if not any(is_static(v) for v in values):
+        return template.format(*values)
+    now = [repr(v) if is_static(v) else v for v in values]
+    try:  # the description while building (a format spec does not apply to it)
+        text = template.format(*now)
+    except (TypeError, ValueError):
+        text = " ".join(str(v) for v in now)
+    deferred = DeferredString(text)
+    deferred.template, deferred.values = template, values
+    return deferred
+
+
 def convert_print(*args, **kwargs):
     """print: while a program is being built, the program prints, on every run, with the
-    values of that run (Python values are those of the call that traced it)."""
+    values of that run (Python values are those of the call that traced it; an f-string
+    of a static value is formatted with that run's value too)."""
     from ...static.control_flow import active_program
-    if active_program() is None and not any(is_static(a) for a in args):
+    if active_program() is None and not any(is_static(a) or isinstance(a, DeferredString)
+                                            for a in args):
         return print(*args, **kwargs)
     from ...dygraph.tensor import wrap_array
     from ...static import py_func
-    slots = [i for i, a in enumerate(args) if is_static(a)]
+    slots = []  # (argument index, field index or None) of each static value, in order
+    inputs = []
+    for i, a in enumerate(args):
+        if isinstance(a, DeferredString):
+            for k, v in enumerate(a.values):
+                if is_static(v):
+                    slots.append((i, k))
+                    inputs.append(v)
+        elif is_static(a):
+            slots.append((i, None))
+            inputs.append(a)
 
     def run(*arrays):
         full = list(args)
-        for i, arr in zip(slots, arrays):
-            full[i] = wrap_array(arr)
+        fields = {i: list(a.values) for i, a in enumerate(args)
+                  if isinstance(a, DeferredString)}
+        for (i, k), arr in zip(slots, arrays):
+            if k is None:
+                full[i] = wrap_array(arr)
+            else:
+                fields[i][k] = wrap_array(arr)
+        for i, values in fields.items():
+            full[i] = args[i].template.format(*values)
         print(*full, **kwargs)
         return ()
     run.__qualname__ = "print"
-    py_func(run, [args[i] for i in slots], [], has_side_effects=True)
+    py_func(run, inputs, [], has_side_effects=True)
     return None
 
 

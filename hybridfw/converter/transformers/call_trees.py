@@ -47,6 +47,38 @@ class _Calls(gast.NodeTransformer):
         node.func = copy_location(replace_expr("_jst.convert_call(f)", f=func), func)
         return node
 
+    def visit_JoinedStr(self, node):
+        """``f"a {x:.2f} {y!r}"`` -> ``_jst.format_string("a {0:.2f} {1!r}", x, y)``: the same
+        text for Python values, formatted on every run for a static value a converted print
+        shows (see :func:`~hybridfw.converter.runtime.calls.format_string`)."""
+        for part in node.values:  # (not the format specs: they stay f-string parts)
+            if isinstance(part, gast.FormattedValue):
+                part.value = self.visit(part.value)
+        template, values = [], []
+        for part in node.values:
+            if isinstance(part, gast.Constant):
+                template.append(str(part.value).replace("{", "{{").replace("}", "}}"))
+                continue
+            if not isinstance(part, gast.FormattedValue):
+                return node
+            field = "{" + str(len(values))
+            if part.conversion not in (-1, None):
+                field += "!" + chr(part.conversion)
+            if part.format_spec is not None:
+                spec = part.format_spec.values if isinstance(part.format_spec,
+                                                             gast.JoinedStr) else []
+                if not all(isinstance(v, gast.Constant) for v in spec):
+                    return node  # a spec with fields of its own ({x:{width}}): left as it is
+                field += ":" + "".join(str(v.value) for v in spec).replace(
+                    "{", "{{").replace("}", "}}")
+            template.append(field + "}")
+            values.append(part.value)
+        call = gast.Call(func=gast.Attribute(value=load("_jst"), attr="format_string",
+                                             ctx=gast.Load()),
+                         args=[gast.Constant(value="".join(template), kind=None), *values],
+                         keywords=[])
+        return copy_location(call, node)
+
     def visit_withitem(self, node):
         self.generic_visit(node)
         node.context_expr = copy_location(
