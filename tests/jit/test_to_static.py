@@ -466,8 +466,8 @@ def test_in_place_updates_inside_converted_if_and_while():
             y[0] = -1.0
         return y * 2
 
-    def loop(x, n):
-        y = x * 1
+    def loop(x, n, local=True):
+        y = x * 1 if local else x  # (local=False: the loop updates the argument itself)
         i = n * 0
         while i < n:
             y.mul_(2.0)
@@ -475,11 +475,7 @@ def test_in_place_updates_inside_converted_if_and_while():
         return y.sum()
 
     def argument_in_loop(x, n):
-        i = n * 0
-        while i < n:
-            x.mul_(2.0)
-            i = i + 1
-        return x.sum()
+        return loop(x, n, local=False)
 
     def argument_in_branch(x, flag):
         if flag > 0:
