@@ -628,7 +628,7 @@ class StaticFunction:
             whole = optimize(program, fetch=fetch, disable=("inplace",), verify=False,
                              copy=False)
             shapes = {n: tuple(t.shape) for n, t in zip(names, leaves)}
-            whole, report = recompute(whole, outputs.fetch, present, seed_names,
+            whole, report = recompute(whole, outputs.fetch + written, present, seed_names,
                                       self.memory_budget, feed_shapes=shapes)
             whole = inplace_pass.run(whole, fetch)
         forward, backward, saved = split_forward_backward(
