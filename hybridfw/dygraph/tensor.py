@@ -304,7 +304,7 @@ def wrap_array(arr, dev=None) -> Tensor:
     t._data = arr
     if dev is None:
         dev = cpu if arr.__class__ is np.ndarray else array_device(arr)
-    t._storage = storage_for(arr, dev)
+    t._storage = Storage(arr.nbytes, dev) if arr.base is None else storage_for(arr, dev)
     t.shape = arr.shape
     t.dtype = dtype_of_array(arr)
     t._node = None

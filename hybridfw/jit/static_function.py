@@ -132,6 +132,50 @@ def _build_result(s, tensors):
     return s[1]
 
 
+# ---- the fast path of a call ------------------------------------------------------------------
+_MISS = object()  # a fast caller's "these arguments do not match": take the full path
+
+
+def _fast_caller(key, entry, instance):
+    """The function a call whose fast key (:meth:`StaticFunction._fast_key`) is ``key`` runs:
+    straight-line checks of the arguments against ``key`` (each a tensor of that shape, dtype
+    and requires_grad; the grad mode; the train/eval modes), then the entry. Once an inference
+    entry's plan has settled, the plan is called directly and its results wrapped inline, with
+    nothing built per call. Returns :data:`_MISS` for other arguments."""
+    from ..static.codegen import FunctionSource
+    tensors, grad, mode = key
+    fs = FunctionSource("fast_call", np)
+    fs.params = ["args"]
+    fs.namespace["_MISS"] = _MISS
+    names = [f"a{i}" for i in range(len(tensors))]
+    fs.line(f"if len(args) != {len(names)}:")
+    fs.line("    return _MISS")
+    if names:
+        fs.line(f"{', '.join(names)}{',' if len(names) == 1 else ''} = args")
+    tensor = fs.const(Tensor, "Tensor")
+    checks = []
+    for a, (shape, dtype, rg) in zip(names, tensors):
+        checks += [f"{a}.__class__ is not {tensor}", f"{a}.shape != {shape!r}",
+                   f"{a}.dtype is not {fs.const(dtype, dtype.name)}", f"{a}._rg is not {rg!r}"]
+    checks.append(f"{fs.const(GradMode, 'GradMode')}.enabled != {grad!r}")
+    if mode is not None:
+        checks.append(f"tuple([m.training for m in {fs.const(instance, 'instance')}.modules()])"
+                      f" != {fs.const(mode, 'mode')}")
+    fs.line(f"if {' or '.join(checks)}:")
+    fs.line("    return _MISS")
+    plan = entry._hot_plan
+    if plan is None:
+        fs.line(f"return {fs.const(entry, 'entry')}(args, True)")
+    else:
+        run = f"{fs.const(plan, 'plan')}({''.join(a + '._data, ' for a in names)})"
+        wrap = fs.const(wrap_array, "wrap")
+        if entry.outputs.structure[0] == "leaf" and len(entry.fetch) == 1:
+            fs.line(f"return {wrap}({run}[0])")
+        else:
+            fs.line(f"return {fs.const(entry.outputs.build, 'build')}([{wrap}(r) for r in {run}])")
+    return fs.build()[0]
+
+
 # ---- one traced program ------------------------------------------------------------------------
 class ConcreteProgram:
     """One traced signature: its programs and how to run them.
@@ -157,8 +201,8 @@ class ConcreteProgram:
         self.float_outputs: list = []  # indices into outputs.fetch that get gradients
         self.fetch = list(outputs.fetch)
         self._plans: dict = {}  # id(program) -> (array signature, plan) of its last run
-        self._hot = None  # inference: the whole call for the last signature (see __call__)
-        self._hot_plan = None
+        self._hot_plan = None  # inference: the plan of the last run, once settled (_set_hot)
+        self.fast_callers: dict = {}  # fast key -> (function, the _hot_plan it calls)
         self.write_back: list = []  # (argument index, value name): see set_write_back
         self._written: list = []
 
@@ -196,26 +240,10 @@ class ConcreteProgram:
         return compiled.function(*fed)
 
     def _set_hot(self) -> None:
-        """After a run without backward: the whole call, inputs to result, for a call with the
-        same signature (the plan this run used, when it no longer changes; else none)."""
+        """After a run without backward: the plan this run used, when it no longer changes
+        (else None). The to_static call's fast path then calls it directly (:func:`_fast_caller`)."""
         last = self._plans.get(id(self.program))
-        plan = None if last is None else last[1]
-        if plan is self._hot_plan:
-            return
-        self._hot_plan = plan
-        if plan is None:
-            self._hot = None
-            return
-        structure = self.outputs.structure
-        if structure[0] == "leaf" and len(self.fetch) == 1:
-            def hot(tensors):
-                return wrap_array(plan(*[t._data for t in tensors])[0])
-        else:
-            build = self.outputs.build
-
-            def hot(tensors):
-                return build([wrap_array(r) for r in plan(*[t._data for t in tensors])])
-        self._hot = hot
+        self._hot_plan = None if last is None else last[1]
 
     def split_gradient(self, packed):
         """The seeds of the backward program from the gradient of the node's output."""
@@ -263,8 +291,6 @@ class ConcreteProgram:
 
     def __call__(self, tensors, same_signature=False):
         if self.backward_program is None:
-            if same_signature and self._hot is not None:
-                return self._hot(tensors)
             if self.write_back:
                 results = self._run(self.program, [t._data for t in tensors],
                                     self.fetch + self._written)
@@ -350,6 +376,8 @@ class StaticFunction:
         self._last_key = None
         self._fallback = None
         self._fast = (None, None)  # (fast key of the last call, its ConcreteProgram)
+        self._fast_call = None     # its generated caller (see _set_fast)
+        self._fast_pending = False  # whether the caller runs the entry until its plan settles
         self._warned_count = False
         self._bound: dict = {}
         functools.update_wrapper(self, function)
@@ -438,13 +466,17 @@ class StaticFunction:
         return (tensors, GradMode.enabled, mode)
 
     def __call__(self, *args, **kwargs):
+        call = self._fast_call
+        if call is not None and not kwargs:
+            result = call(args)
+            if result is not _MISS:
+                self._hits += 1  # (self._last is already the entry: see _set_fast)
+                if self._fast_pending and self._fast[1]._hot_plan is not None:  # plan settled
+                    self._set_fast(*self._fast)
+                return result
         if self._fallback is not None:
             return self._eager(*args, **kwargs)
         fast = self._fast_key(args) if not kwargs else None
-        if fast is not None and fast == self._fast[0]:
-            self._hits += 1
-            entry = self._last = self._fast[1]
-            return entry(args, True)
         key, leaves = self._signature(args, kwargs)
         entry = self._cache.get(key)
         if entry is None:
@@ -454,14 +486,30 @@ class StaticFunction:
                 if self.full_graph:
                     raise
                 self._fallback = exc
+                self._set_fast(None, None)
                 warnings.warn(f"to_static({self.__qualname__}): falling back to eager "
                               f"execution: {exc}", UserWarning, stacklevel=2)
                 return self._eager(*args, **kwargs)
         else:
             self._hits += 1
         self._last = entry
-        self._fast = (fast, entry) if fast is not None else (None, None)
-        return entry(leaves)
+        result = entry(leaves)
+        self._set_fast(fast, entry)
+        return result
+
+    def _set_fast(self, fast, entry) -> None:
+        """The next call with fast key ``fast`` (see :meth:`_fast_key`) runs ``entry`` through
+        one generated function (:func:`_fast_caller`), made once per key and plan."""
+        if fast is None:
+            self._fast, self._fast_call, self._fast_pending = (None, None), None, False
+            return
+        plan = entry._hot_plan
+        made = entry.fast_callers.get(fast)
+        if made is None or made[1] is not plan:
+            made = entry.fast_callers[fast] = (_fast_caller(fast, entry, self.instance), plan)
+        self._fast, self._fast_call = (fast, entry), made[0]
+        self._fast_pending = plan is None and entry.backward_program is None and \
+            not entry.write_back
 
     def _eager(self, *args, **kwargs):
         if self.instance is not None:

@@ -173,9 +173,8 @@ class _BlockEmitter:
                 args.append(f"{contig}({fs.ident(name)})")
             else:
                 args.append(fs.ident(name))
-        targets = ", ".join(fs.ident(n) for n in region.outputs)
-        comma = "," if len(region.outputs) == 1 else ""
-        fs.line(f"{targets}{comma} = {function}({', '.join(args)})" if region.outputs else
+        targets = ", ".join(fs.ident(n) for n in region.outputs)  # one: returned bare
+        fs.line(f"{targets} = {function}({', '.join(args)})" if region.outputs else
                 f"{function}({', '.join(args)})", where)
         for name in region.records:  # a differentiated loop's records: the stack token
             token = fs.const(stacked_loop_stack, "stacked_loop_stack")

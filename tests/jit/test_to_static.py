@@ -513,3 +513,63 @@ def test_print_of_f_strings_shows_each_runs_values(capsys):
         assert capsys.readouterr().out == eager
         assert "Variable" not in eager
     assert "_jst.format_string(" in hf.jit.get_code(report)
+
+
+def scaled(x, k=2.0):
+    return x * k + 1.0
+
+
+def test_the_fast_path_checks_everything_the_signature_holds(monkeypatch):
+    """Repeated calls skip the signature (one generated check per argument, then the plan).
+    Calls alternating each thing that check covers — shape, dtype, requires_grad, grad mode,
+    a Python argument, a keyword, the number of arguments, a tensor subclass — each run their
+    own program, equal to eager; each check is generated once per signature, not per call."""
+    monkeypatch.setenv("HYBRIDFW_TIER_BACKGROUND", "0")
+    f = hf.jit.to_static(scaled, backend="auto", tier_after=2)
+    rng = np.random.default_rng(5)
+    a = hf.tensor(rng.normal(size=(3,)).astype("float32"))
+    b = hf.tensor(rng.normal(size=(2, 3)).astype("float32"))
+    c = hf.tensor(rng.normal(size=(3,)))  # float64
+    d = hf.tensor(rng.normal(size=(3,)).astype("float32"), requires_grad=True)
+    p = nn.Parameter(hf.tensor(rng.normal(size=(3,)).astype("float32")))
+    # consecutive calls differ in one thing each, so a check left out reuses the wrong program
+    calls = [((a,), {}, True), ((c,), {}, True), ((a,), {}, True), ((b,), {}, True),
+             ((a,), {}, True), ((d,), {}, True), ((d,), {}, False), ((d,), {}, True),
+             ((a, 3.0), {}, True), ((a,), {}, True), ((a,), {"k": 4.0}, True), ((p,), {}, True)]
+    for _ in range(4):
+        for args, kwargs, grad in calls:
+            with hf.set_grad_enabled(grad):
+                got, want = f(*args, **kwargs), scaled(*args, **kwargs)
+            assert got.dtype == want.dtype and got.requires_grad == want.requires_grad
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    made = sum(len(entry.fast_callers) for entry in f._cache.values())
+    assert made == 5, made  # one per fast key: a, b, c, d, d without grad (all tensors)
+    for _ in range(3):
+        f(a)
+    entry = f._fast[1]  # settled after tiering: the caller calls the compiled plan itself
+    assert entry._hot_plan is not None
+    assert f._fast_call.__globals__["_plan"] is entry._hot_plan
+    g = d.detach() * 1.0
+    g.requires_grad_(True)
+    f(g).sum().backward()  # gradients still flow on the path with a backward
+    np.testing.assert_allclose(g.grad.numpy(), np.full(3, 2.0), rtol=1e-6)
+
+
+def test_the_fast_path_follows_train_and_eval_modes():
+    """A Module's fast path also checks its train/eval modes: dropout on in train, off in eval,
+    alternating call by call."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    static = hf.jit.to_static(model)
+    x = hf.ones(8, 4)
+    for _ in range(3):
+        model.eval()
+        with hf.no_grad():
+            np.testing.assert_allclose(static(x).numpy(), model(x).numpy(), rtol=1e-6)
+        model.train()
+        with hf.no_grad():
+            out = static(x).numpy()
+        with hf.no_grad():
+            clean = model[0](x).numpy()
+        dropped = out == 0.0
+        assert dropped.any() and not dropped.all()
+        np.testing.assert_allclose(out[~dropped], 2.0 * clean[~dropped], rtol=1e-5)

@@ -684,7 +684,9 @@ class RegionEmitter:
                 self.fresh.add(name)
             else:
                 results.append(value.name)
-        self.line(f"return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+        # one result: returned bare (numba boxes a 1-tuple around an array for ~0.3 us a call)
+        self.line(f"return {results[0]}" if len(results) == 1 else
+                  f"return ({', '.join(results)})")
 
 
 def _like(value, name):
