@@ -573,3 +573,32 @@ def test_the_fast_path_follows_train_and_eval_modes():
         dropped = out == 0.0
         assert dropped.any() and not dropped.all()
         np.testing.assert_allclose(out[~dropped], 2.0 * clean[~dropped], rtol=1e-5)
+
+
+def test_the_garbage_collector_pauses_while_a_program_is_traced():
+    """Tracing (and optimizing, planning) runs with gc paused: it makes many objects that live
+    on, which gc would otherwise walk again and again. The collector is back on afterwards,
+    after a failed trace too, and one the caller had disabled stays disabled."""
+    import gc
+    seen = []
+
+    def probe(x):
+        seen.append(gc.isenabled())
+        return x + 1.0
+
+    def failing(x):
+        seen.append(gc.isenabled())
+        return x @ x  # 1-d @ 1-d of different lengths: a shape error at trace time
+
+    assert gc.isenabled()
+    np.testing.assert_allclose(hf.jit.to_static(probe)(hf.ones(2)).numpy(), [2.0, 2.0])
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ValueError, match="matmul"):
+        hf.jit.to_static(failing)(hf.ones(2, 3))
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        hf.jit.to_static(probe)(hf.ones(3))
+        assert seen[-1] is False and not gc.isenabled()
+    finally:
+        gc.enable()
