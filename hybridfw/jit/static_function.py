@@ -14,9 +14,7 @@ one eager autograd node). Otherwise the optimized forward program is all there i
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import logging
 import types
 import warnings
@@ -33,7 +31,8 @@ from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
-from ..static.executor import check_backend
+from ..static.codegen import FunctionSource
+from ..static.executor import check_backend, gc_paused
 from ..static.ir import Variable, format_origin
 from ..static.partition import split_forward_backward
 from ..static.passes import inplace as inplace_pass
@@ -134,25 +133,6 @@ def _build_result(s, tensors):
     return s[1]
 
 
-@contextlib.contextmanager
-def _gc_paused():
-    """Python's cyclic garbage collector paused while a program is traced, optimized and
-    planned: that makes ~20k objects, most of them kept (the program, its plan), and each
-    young-generation pass over them promotes them a step towards a full collection, which
-    with a large heap (PyTorch imported: ~0.3 s) lands inside about one first call in two.
-    Paused, the same objects are collected once after the trace: for W4, 8 first calls went
-    from 441 / 40 / 3 collections (generation 0 / 1 / 2) to 51 / 5 / 0, 4.0 s to 2.9 s.
-    The pause is process-wide (as gc.disable is) and nests; a collector the caller disabled
-    stays disabled."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 # ---- the fast path of a call ------------------------------------------------------------------
 _MISS = object()  # a fast caller's "these arguments do not match": take the full path
 
@@ -163,7 +143,6 @@ def _fast_caller(key, entry, instance):
     and requires_grad; the grad mode; the train/eval modes), then the entry. Once an inference
     entry's plan has settled, the plan is called directly and its results wrapped inline, with
     nothing built per call. Returns :data:`_MISS` for other arguments."""
-    from ..static.codegen import FunctionSource
     tensors, grad, mode = key
     fs = FunctionSource("fast_call", np)
     fs.params = ["args"]
@@ -569,7 +548,7 @@ class StaticFunction:
         return fn
 
     def _trace(self, key, args, kwargs, leaves) -> ConcreteProgram:
-        with _gc_paused():
+        with gc_paused():
             return self._trace_program(key, args, kwargs, leaves)
 
     def _trace_program(self, key, args, kwargs, leaves) -> ConcreteProgram:

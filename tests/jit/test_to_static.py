@@ -602,3 +602,29 @@ def test_the_garbage_collector_pauses_while_a_program_is_traced():
         assert seen[-1] is False and not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_garbage_collector_pauses_while_an_interpreted_plan_is_built(monkeypatch):
+    """Building a plan (memory plan, generated source) also runs with gc paused, and gc is back
+    on after it; compiling regions with numba does not pause it (seconds of numba's own
+    garbage)."""
+    import gc
+
+    from hybridfw.static import executor as executor_module
+    seen = []
+    real = executor_module._compile_program
+
+    def recording(*args, **kwargs):
+        seen.append((bool(kwargs.get("lower")), gc.isenabled()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(executor_module, "_compile_program", recording)
+    f = hf.jit.to_static(scaled, backend="interpreted")
+    np.testing.assert_allclose(f(hf.ones(2)).numpy(), [3.0, 3.0])
+    assert seen == [(False, False)] and gc.isenabled()
+    from hybridfw.static import lowering
+    if lowering.available(announce=False):
+        seen.clear()
+        g = hf.jit.to_static(scaled, backend="compiled")
+        np.testing.assert_allclose(g(hf.ones(3)).numpy(), [3.0, 3.0, 3.0])
+        assert (True, True) in seen and gc.isenabled()
