@@ -12,6 +12,7 @@ one dict:
   ``{"name", "shape", "dtype"}`` per argument in call order (``-1`` marks a dynamic dim);
   ``fetch``, the names of the variables the call fetches; ``outputs``, how the result is
   rebuilt from the fetched values, as JSON: ``{"leaf": k}`` (fetched value ``k``),
+  ``{"scalar": k}`` (fetched value ``k`` as a Python number: ``x.item()`` in the function),
   ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": [[key, node], ...]}`` (str or int keys),
   ``{"const": value}`` (None, bool, int, float or str) and ``{"array": [start, count], "item":
   item}`` (a list grown in a loop the program decides: fetched values ``start`` to
@@ -194,8 +195,8 @@ def _input_specs(input_spec, api: str = "hf.jit.save") -> list:
 def _encode_structure(node, where: str):
     """The JSON form of an ``_Outputs`` structure (see the module docstring)."""
     kind = node[0]
-    if kind == "leaf":
-        return {"leaf": node[1]}
+    if kind in ("leaf", "scalar"):
+        return {kind: node[1]}
     if kind == "seq":
         seq_type, children = node[1], node[2]
         if seq_type not in (list, tuple):
@@ -336,8 +337,8 @@ class _Reader:
         """The ``_Outputs``-style structure of a JSON node, every leaf index checked."""
         if isinstance(node, dict) and len(node) == 1:
             ((tag, body),) = node.items()
-            if tag == "leaf" and _index(body) and body < count:
-                return ("leaf", body)
+            if tag in ("leaf", "scalar") and _index(body) and body < count:
+                return (tag, body)
             if tag in ("tuple", "list") and isinstance(body, list):
                 return ("seq", tuple if tag == "tuple" else list,
                         tuple(self.structure(c, count, f"{where}[{i}]")
@@ -462,6 +463,8 @@ def _build(structure, values):
     kind = structure[0]
     if kind == "leaf":
         return values[structure[1]]
+    if kind == "scalar":  # x.item(), float(x), ... in the function: a Python number
+        return values[structure[1]].item()
     if kind == "seq":
         return structure[1](_build(c, values) for c in structure[2])
     if kind == "dict":

@@ -96,7 +96,9 @@ class _Outputs:
     def _walk(self, program, value):
         if isinstance(value, Variable):
             self.fetch.append(value.name)
-            return ("leaf", len(self.fetch) - 1)
+            # x.item(), float(x), ...: a Python number, as the eager function returns
+            return ("scalar" if value.name in program.python_scalars else "leaf",
+                    len(self.fetch) - 1)
         if isinstance(value, Tensor):
             self.fetch.append(program.capture(value).name)
             return ("leaf", len(self.fetch) - 1)
@@ -122,6 +124,8 @@ def _build_result(s, tensors):
     kind = s[0]
     if kind == "leaf":
         return tensors[s[1]]
+    if kind == "scalar":
+        return tensors[s[1]].item()
     if kind == "array":
         arrays = TensorArray(tensors[s[1]:s[1] + s[2]], s[3])
         return arrays.to_list(lambda t: t)
@@ -648,7 +652,8 @@ class StaticFunction:
         executor = Executor(backend=self.backend, tier_after=self.tier_after)
         block = program.global_block()
         fetch_vars = [block.var(n) for n in outputs.fetch]
-        float_outputs = [k for k, v in enumerate(fetch_vars) if v.dtype.is_floating_point]
+        float_outputs = [k for k, v in enumerate(fetch_vars) if v.dtype.is_floating_point and
+                         v.name not in program.python_scalars]  # (numbers get no gradient)
         diff = [("input", i) for i, t in enumerate(leaves) if t._rg] + \
             [("param", t) for t in program.params.values() if getattr(t, "_rg", False)]
         written = [name for _, name in updates]  # arguments' values written back

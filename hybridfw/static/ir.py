@@ -89,14 +89,23 @@ class Variable(TensorMethods):
         return self
 
     def item(self) -> "Variable":
-        """In converted code: the one element, as a 0-d tensor of the program."""
+        """In converted code: the one element, as a 0-d value of the program that stands for a
+        Python number: no gradient flows through it (eager ``item()`` gives a plain number),
+        and ``hf.jit.to_static`` returns it as a Python number."""
         numel = 1
         for s in self.shape:
             numel *= max(s, 1)
         if numel != 1:
             raise ValueError(f"item(): static Variable '{self.name}' has shape {self.shape}; "
                              "only one-element tensors convert")
-        return self.reshape(())
+        return self.reshape(()).python_number()
+
+    def python_number(self) -> "Variable":
+        """This 0-d value as converted code's stand-in for a Python number (see :meth:`item`):
+        detached, and returned by ``hf.jit.to_static`` as ``int``, ``float`` or ``bool``."""
+        out = self.detach()
+        out.block.program.python_scalars.add(out.name)
+        return out
 
     def detach(self) -> "Variable":
         """The same value with no gradient path: the program's gradients stop here (eager
@@ -139,13 +148,13 @@ class Variable(TensorMethods):
         return True
 
     def tolist(self):
-        """In converted code: nested Python lists of 0-d tensors of the program (the shape must
-        be known while building)."""
+        """In converted code: nested Python lists of the elements, each a stand-in for a Python
+        number (see :meth:`item`; the shape must be known while building)."""
         if -1 in self.shape:
             raise TypeError(f"tolist(): static Variable '{self.name}' has shape {self.shape}, "
                             "with a dim only known when the program runs")
         if not self.shape:
-            return self
+            return self.python_number()
         return [self[i].tolist() for i in range(self.shape[0])]
 
     def __array__(self, *args, **kwargs):
@@ -267,6 +276,9 @@ class Program:
         # values an in-place op inside a branch or loop body updated (hf.jit.to_static cannot
         # write such an update of an argument back to the caller's tensor)
         self.updated_in_blocks: set = set()
+        # values converted code turned into Python numbers (x.item(), float(x), x.tolist()):
+        # hf.jit.to_static returns them as Python numbers, as the eager function does
+        self.python_scalars: set = set()
 
     # ---- structure --------------------------------------------------------------------------
     def global_block(self) -> Block:

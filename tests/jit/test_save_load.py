@@ -406,3 +406,18 @@ def test_the_write_is_atomic(saved, tmp_path, monkeypatch):
     assert saved.read_bytes() == original  # the previous export is intact
     assert sorted(os.listdir(tmp_path)) == ["mlp.hfm"]  # no partial or temporary file
     hf.jit.load(saved)
+
+
+def _total_and_count(x):
+    return x.sum(), x.sum().item(), int((x > 0).sum())
+
+
+def test_python_numbers_come_back_as_numbers(tmp_path):
+    """A result that is ``x.item()`` or ``int(...)`` in the function is a Python number after
+    loading too."""
+    hf.jit.save(_total_and_count, tmp_path / "count.hfm", input_spec=[InputSpec([None])])
+    layer = hf.jit.load(tmp_path / "count.hfm")
+    total, number, count = layer(hf.tensor([1.0, -2.0, 4.0]))
+    assert isinstance(total, hf.Tensor) and total.item() == pytest.approx(3.0)
+    assert type(number) is float and number == pytest.approx(3.0)
+    assert type(count) is int and count == 2

@@ -628,3 +628,42 @@ def test_the_garbage_collector_pauses_while_an_interpreted_plan_is_built(monkeyp
         g = hf.jit.to_static(scaled, backend="compiled")
         np.testing.assert_allclose(g(hf.ones(3)).numpy(), [3.0, 3.0, 3.0])
         assert (True, True) in seen and gc.isenabled()
+
+
+def scale_by_own_sum(x):
+    v = x.sum().item()
+    w = float(x.mean())
+    return (x * v * w).sum()
+
+
+def numbers_out(x):
+    return x.sum().item(), float(x.mean()), int(x.sum()), bool(x.max() > 2), x.tolist(), x.sum()
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_item_and_float_are_python_numbers_as_in_eager(backend):
+    """``x.item()``, ``float(x)``, ``int(x)``, ``bool(x)`` and ``x.tolist()`` in converted
+    code stand for Python numbers, as in eager code: no gradient flows through them
+    (d/dx sum(x * v * w) with v = sum(x), w = mean(x) taken as numbers is v * w = 12 for
+    x = [1, 2, 3], where following them too would give 12 + 6 * 2 + 6 * 6 / 3 = 36), and the
+    converted function returns them as int / float / bool, on every call."""
+    f = hf.jit.to_static(scale_by_own_sum, backend=backend)
+    for _ in range(3):
+        x = hf.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        out = f(x)
+        out.backward()
+        assert out.item() == pytest.approx(6.0 * 2.0 * 6.0)
+        np.testing.assert_allclose(x.grad.numpy(), [12.0, 12.0, 12.0], rtol=1e-6)
+    g = hf.jit.to_static(numbers_out, backend=backend)
+    for values in ([1.0, 2.0, 3.0], [0.5, 1.5, 1.0]):
+        x = hf.tensor(values)
+        got, want = g(x), numbers_out(x)
+        assert [type(v) for v in got[:4]] == [float, float, int, bool]
+        assert got[:4] == pytest.approx(want[:4]) and got[3] == want[3]
+        assert got[4] == pytest.approx(want[4]) and all(type(v) is float for v in got[4])
+        assert isinstance(got[5], hf.Tensor) and got[5].item() == pytest.approx(sum(values))
+    x = hf.tensor([1.0, 2.0, 3.0], requires_grad=True)  # with gradients wanted too
+    got = g(x)
+    assert type(got[0]) is float and got[5].requires_grad
+    got[5].backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0, 1.0])

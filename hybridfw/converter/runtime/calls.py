@@ -5,8 +5,10 @@
 - builtins with tensor-aware forms: ``print``, ``len``, ``range``, ``enumerate``, ``zip``,
   ``int``, ``float``, ``bool``;
 - numpy functions applied to static values become Python-callback operators of the program
-  (run on the real arrays each time it runs); ``x.numpy()``/``x.item()`` of a static value is
-  that value itself (a tensor of the program);
+  (run on the real arrays each time it runs); ``x.numpy()`` of a static value is that value
+  itself (a tensor of the program); ``x.item()``, ``x.tolist()``, ``float(x)``, ``int(x)`` and
+  ``bool(x)`` give 0-d values standing for Python numbers (no gradient flows through them, as
+  none flows through a number in eager code; to_static returns them as Python numbers);
 - everything else (framework, library and builtin functions, classes) is called as it is.
 """
 from __future__ import annotations
@@ -114,11 +116,7 @@ def convert_call(fn):
     if special is not None and special[0] is fn:
         return special[1]
     if isinstance(fn, types.MethodType):
-        target = fn.__self__
-        if isinstance(target, Variable) and fn.__name__ in ("numpy", "item"):
-            # (detach, cpu and clone are the Variable's own: detach stops the program's
-            # gradients, clone is a new value an in-place update of leaves the original alone)
-            return lambda: target if fn.__name__ != "item" else target.reshape(())
+        target = fn.__self__  # (a Variable's methods, item and numpy included, are its own)
         if _user_function(fn.__func__):
             return types.MethodType(_converted(fn.__func__), target)
         return fn
@@ -302,9 +300,9 @@ def _cast(python_type, dtype):
         if is_static(value):
             require_one_element(value, f"{python_type.__name__}() of a tensor with shape "
                                        f"{tuple(value.shape)}: only one-element tensors convert")
-            if dtype is bool_:
-                return value.reshape(()) != 0
-            return value.reshape(()).astype(dtype)  # (int() truncates, as astype does)
+            if dtype is bool_:  # a stand-in for the Python number (see Variable.item)
+                return (value.reshape(()) != 0).python_number()
+            return value.reshape(()).astype(dtype).python_number()  # (int() truncates)
         return python_type(value, *args)
     return cast
 
