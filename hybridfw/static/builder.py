@@ -26,6 +26,17 @@ __all__ = ["StaticInterpreter", "program_guard", "data", "default_main_program",
 _SCALARS = (int, float, bool)
 
 
+def _all_numbers(operands, numbers: set) -> bool:
+    """Whether the Variables among ``operands`` (at least one) all stand for Python numbers."""
+    found = False
+    for o in operands:
+        if isinstance(o, Variable):
+            if o.name not in numbers:
+                return False
+            found = True
+    return found
+
+
 class StaticInterpreter:
     """Record ops into ``program``'s current block."""
 
@@ -50,6 +61,9 @@ class StaticInterpreter:
         out = block.create_var(shape, dtype)
         block.append_op(Operator(op.name, [o.name if isinstance(o, Variable) else o
                                            for o in operands], [out.name], attrs))
+        numbers = self.program.python_scalars
+        if numbers and _all_numbers(operands, numbers):  # x.item() + 1: a number too
+            numbers.add(out.name)
         return out
 
     def apply_inplace(self, op, target, args, attrs):

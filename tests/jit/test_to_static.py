@@ -667,3 +667,55 @@ def test_item_and_float_are_python_numbers_as_in_eager(backend):
     assert type(got[0]) is float and got[5].requires_grad
     got[5].backward()
     np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0, 1.0])
+
+
+def doublings(x):
+    n = 0
+    while x.sum() < 100:
+        x = x * 2
+        n += 1
+    return x, n
+
+
+def first_big_step(x):
+    for i in range(5):
+        if x.sum() > 10:
+            return x, i
+        x = x * 2
+    return x, -1
+
+
+def sum_of_indices(x):
+    total = 0
+    for i in range(x.sum().int()):
+        total += i
+    return total, total * 2 + 1
+
+
+def test_python_numbers_through_tensor_control_flow_come_back_as_numbers():
+    """A Python number a tensor-decided loop or branch carries (a counter, the index of an
+    early return, a range index and arithmetic on it) is an int in eager code, and comes back
+    as one; a number that meets a tensor becomes a tensor, as in eager code."""
+    f, g, h = (hf.jit.to_static(fn) for fn in (doublings, first_big_step, sum_of_indices))
+    for values in ([1.0, 2.0], [30.0, 40.0], [3.0, 1.0]):
+        x = hf.tensor(values)
+        for fn, conv in ((doublings, f), (first_big_step, g)):
+            want, got = fn(x), conv(x)
+            np.testing.assert_allclose(got[0].numpy(), want[0].numpy())
+            assert type(got[1]) is int and got[1] == want[1], (fn.__name__, got[1], want[1])
+        assert h(x) == sum_of_indices(x) and all(type(v) is int for v in h(x))
+    mixed = hf.jit.to_static(acc_of_sums)
+    x = hf.tensor([1.0, 2.0])
+    got, want = mixed(x), acc_of_sums(x)
+    assert isinstance(got[0], hf.Tensor) and got[0].item() == pytest.approx(want[0].item())
+    assert type(got[1]) is float and got[1] == want[1]
+
+
+def acc_of_sums(x):
+    s = 0.0
+    k = 0.0
+    while x.sum() < 100:
+        x = x * 2
+        s = s + x.sum()
+        k = k + 0.5
+    return s, k

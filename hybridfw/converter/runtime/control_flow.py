@@ -42,6 +42,13 @@ __all__ = [
 _NUMBERS = (int, float, bool, np.number, np.bool_)
 
 
+def _number_like(program, value) -> bool:
+    """A Python number, or a program value standing for one (``x.item()``, see
+    ``Variable.python_number``): a branch or loop merging only such values gives one too."""
+    return isinstance(value, _NUMBERS) or (value.__class__ is Variable and
+                                           value.name in program.python_scalars)
+
+
 def is_static(value) -> bool:
     return isinstance(value, Variable)
 
@@ -246,6 +253,7 @@ class _Merge:
 
     def _leaf(self, a, b, name):
         program = self.program
+        numbers = _number_like(program, a) and _number_like(program, b)
         a_dtype = b.dtype if isinstance(a, _NUMBERS) and not isinstance(b, _NUMBERS) else None
         b_dtype = a.dtype if isinstance(b, _NUMBERS) and not isinstance(a, _NUMBERS) else None
         with build_in(program, self.blocks[0]):
@@ -261,6 +269,8 @@ class _Merge:
         shape = _merge_shape("if", f"variable {name!r}", a.shape, b.shape, "the if branch",
                              "the else branch")
         out = program.current_block().create_var(shape, a.dtype)
+        if numbers:  # a number on either path: returned as a Python number, as in eager
+            program.python_scalars.add(out.name)
         self.true_names.append(a.name)
         self.false_names.append(b.name)
         self.outs.append(out)
@@ -285,10 +295,11 @@ def convert_while(cond_fn, body_fn, values, names):
 class _Carry:
     """How one variable crosses a static loop: as tensors (``count`` leaves), or unchanged."""
 
-    __slots__ = ("count", "kind", "structure", "value")
+    __slots__ = ("count", "kind", "structure", "value", "numbers")
 
-    def __init__(self, kind, count=0, structure=None, value=None):
+    def __init__(self, kind, count=0, structure=None, value=None, numbers=()):
         self.kind, self.count, self.structure, self.value = kind, count, structure, value
+        self.numbers = numbers  # per leaf: a number before the loop and after its body
 
 
 def _probe(program, body_fn, values):
@@ -303,6 +314,8 @@ def _probe(program, body_fn, values):
                 if isinstance(v, (Variable, TensorLike, _NUMBERS)):
                     var = to_variable(program, v)
                     stand_ins.append(scratch.create_var(var.shape, var.dtype))
+                    if _number_like(program, v):  # (arithmetic on it stays number-like)
+                        program.python_scalars.add(stand_ins[-1].name)
                 elif isinstance(v, list):
                     stand_ins.append(list(v))  # appends go to a copy
                 else:
@@ -369,6 +382,11 @@ def _static_loop(cond_fn, body_fn, values, names):
         raise located("loop on a tensor condition carries no tensor: its condition can never "
                       "change", ConversionError)
     finals = while_loop(loop_cond, loop_body, init)
+    numbers = [n for carry in carries for n in (carry.numbers if carry.kind == "tree" else
+                                                (False,) * carry.count)]
+    for final, number in zip(finals, numbers):
+        if number:  # a Python number in eager code: returned as one (see Variable.item)
+            program.python_scalars.add(final.name)
     return tuple(unpack(finals))
 
 
@@ -421,6 +439,8 @@ def _plan_carry(program, value, after, name):
     if _tree_leaves(after, after_leaves) != structure:
         after_leaves = [None] * len(before_leaves)
     init = []
+    numbers = tuple(_number_like(program, leaf) and later is not None and
+                    _number_like(program, later) for leaf, later in zip(before_leaves, after_leaves))
     for leaf, later in zip(before_leaves, after_leaves):
         var = to_variable(program, leaf)
         if later is not None:
@@ -431,7 +451,7 @@ def _plan_carry(program, value, after, name):
                 else:
                     var = var.astype(result_type(var, to_variable(program, later)))
         init.append(var)
-    return _Carry("tree", len(init), structure), init
+    return _Carry("tree", len(init), structure, numbers=numbers), init
 
 
 # ---- for ---------------------------------------------------------------------------------------
@@ -453,7 +473,14 @@ class TensorRange:
         return hf.maximum(n, 0) if is_static(n) else max(n, 0)
 
     def item_at(self, i):
-        return self.start + i * self.step
+        return _as_number(self.start + i * self.step)
+
+
+def _as_number(value):
+    """A loop index: a Python int in eager code (see ``Variable.python_number``)."""
+    if value.__class__ is Variable:
+        value.block.program.python_scalars.add(value.name)
+    return value
 
 
 def convert_range(*args):
@@ -482,7 +509,7 @@ class _StaticEnumerate:
         return _trip_count(self.iterable)
 
     def item_at(self, i):
-        return (i + self.start, _item_at(self.iterable, i))
+        return (_as_number(i + self.start), _item_at(self.iterable, i))
 
 
 class _StaticZip:
