@@ -363,8 +363,8 @@ def _run_node(node, g, make, buffers, leaves, capture, needed, targets):
         if op.variadic:
             gi = rules[0](g, out, *args, input_index=i, **attrs)
         else:
-            rule = rules[i]
-            if rule is None:
+            rule = rules[i] if i < len(rules) else None  # (as static autodiff: missing ones
+            if rule is None:                              # at the end have no gradient)
                 continue
             gi = rule(g, out, *args, **attrs)
         if gi is None:

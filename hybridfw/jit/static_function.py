@@ -245,7 +245,8 @@ class ConcreteProgram:
 
     def _set_hot(self) -> None:
         """After a run without backward: the plan this run used, when it no longer changes
-        (else None). The to_static call's fast path then calls it directly (:func:`_fast_caller`)."""
+        (else None). The to_static call's fast path then calls it directly
+        (:func:`_fast_caller`)."""
         last = self._plans.get(id(self.program))
         self._hot_plan = None if last is None else last[1]
 

@@ -126,6 +126,12 @@ def min(x, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
 def reshape(x, *shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    dynamic = S.size_entries(shape, own=x)  # sizes a static program knows when it runs
+    if dynamic is not None:
+        plain = S.static_reshape_shape(x, *dynamic)
+        if plain is not None:
+            return apply(S.reshape, x, shape=plain)
+        return apply(S.reshape_dynamic, x, *dynamic[1], shape=dynamic[0])
     return apply(S.reshape, x, shape=tuple(int(s) for s in shape))
 
 
@@ -178,11 +184,32 @@ def unsqueeze(x, dim: int):
 def expand(x, *sizes):
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
-    return apply(S.broadcast_to, x, shape=tuple(sizes))
+    return apply(S.broadcast_to, x, shape=_static_sizes("expand", x, sizes))
+
+
+def _static_sizes(op: str, x, sizes) -> tuple:
+    """``sizes`` as ints: a size a static program reads when it runs (converted code's
+    ``x.shape[k]`` of a None dim) is -1 ("keep the size") where it is ``x``'s own dim at that
+    position; other such sizes are refused, naming them."""
+    dynamic = S.size_entries(sizes, own=x)
+    if dynamic is None:
+        return tuple(sizes)
+    entries, lead = dynamic[0], len(sizes) - x.ndim
+    out = []
+    for i, e in enumerate(entries):
+        if isinstance(e, int):
+            out.append(e)
+        elif e[0] == "dim" and e[1] == 0 and e[2] == i - lead:
+            out.append(-1)
+        else:
+            raise TypeError(f"{op}: size {i} is only known when the program runs and is not "
+                            f"this tensor's own dim {i - lead} (sizes {sizes}); {op} takes such a "
+                            "size only as the tensor's own dim")
+    return tuple(out)
 
 
 def broadcast_to(x, shape):
-    return apply(S.broadcast_to, x, shape=tuple(shape))
+    return apply(S.broadcast_to, x, shape=_static_sizes("broadcast_to", x, tuple(shape)))
 
 
 def cat(tensors, dim: int = 0):

@@ -54,6 +54,23 @@ full = register("full", infer=_full_infer, kernel=_full_kernel,
                 lower=elementwise_rule(_full_lower, values=()))
 
 
+def _full_dims_infer(*refs, shape, value, dtype, device):
+    from .shape_ops import dynamic_sizes
+    return tuple(dynamic_sizes("full", shape, refs, run=False)), as_dtype(dtype), None
+
+
+def _full_dims_kernel(xp, *refs, shape, value, dtype, device):
+    from .shape_ops import dynamic_sizes
+    sizes = tuple(dynamic_sizes("full", shape, refs, run=True))
+    return xp.full(_check_shape("full", sizes), value, dtype=as_dtype(dtype).np)
+
+
+# hf.zeros(b, 3) etc. in a static program where b is a size known only when it runs (see
+# shape_ops.dynamic_sizes): the inputs are the tensors whose dims (or values) give the sizes
+full_dims = register("full_dims", infer=_full_dims_infer, kernel=_full_dims_kernel,
+                     doc="full() with sizes read from its inputs' shapes (or values) at run time")
+
+
 def arange_length(start, stop, step) -> int:
     if step == 0:
         raise ValueError("arange: step must be nonzero")
@@ -205,7 +222,12 @@ def _onnx_bernoulli(ctx, p, *, dtype=None):
     return ctx.node("Bernoulli", [p], dtype=ctx.elem_type(ctx.out.dtype))
 
 
-onnx_rules(full=_onnx_full, arange=_onnx_evaluated(_arange_kernel),
+def _onnx_full_dims(ctx, *refs, shape, value, dtype, device):
+    from .shape_ops import onnx_sizes
+    return ctx.node("Expand", [ctx.const(value, dtype), onnx_sizes(ctx, shape, refs)])
+
+
+onnx_rules(full=_onnx_full, full_dims=_onnx_full_dims, arange=_onnx_evaluated(_arange_kernel),
            linspace=_onnx_evaluated(_linspace_kernel), eye=_onnx_evaluated(_eye_kernel),
            uniform=_onnx_random("RandomUniform", {"low": "low", "high": "high"}),
            normal=_onnx_random("RandomNormal", {"mean": "mean", "std": "scale"}),

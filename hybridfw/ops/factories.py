@@ -10,6 +10,7 @@ from ..backend import device as as_device
 from ..dtypes import as_dtype, bool_, get_default_dtype, int64
 from . import creation as K
 from .registry import apply
+from .shape_ops import size_entries
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
            "arange", "linspace", "eye", "rand", "randn", "randint", "rand_like", "randn_like",
@@ -23,6 +24,8 @@ def _shape(size, size_kw=None) -> tuple:
         size = (size_kw,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    if any(hasattr(s, "dim_source") for s in size):
+        return tuple(size)  # sizes a static program knows when it runs (see _filled)
     try:
         return tuple(int(s) for s in size)
     except TypeError:
@@ -43,24 +46,31 @@ def _grad(t, requires_grad):
     return t
 
 
+def _filled(shape, value, dtype, device):
+    """``full``, or in a static program with sizes known when it runs, ``full_dims``."""
+    dynamic = size_entries(shape)
+    if dynamic is not None:
+        return apply(K.full_dims, *dynamic[1], shape=dynamic[0], value=value, dtype=dtype,
+                     device=device)
+    return apply(K.full, shape=shape, value=value, dtype=dtype, device=device)
+
+
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ``size`` filled with ``fill_value`` (dtype from the value, like PyTorch)."""
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else (
             int64 if isinstance(fill_value, int) else get_default_dtype())
-    shape = (int(size),) if isinstance(size, int) else tuple(int(s) for s in size)
-    return _grad(apply(K.full, shape=shape, value=fill_value, dtype=as_dtype(dtype),
-                       device=_dev(device)), requires_grad)
+    shape = _shape((size,) if isinstance(size, int) or hasattr(size, "dim_source") else
+                   (tuple(size),))
+    return _grad(_filled(shape, fill_value, as_dtype(dtype), _dev(device)), requires_grad)
 
 
 def zeros(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(apply(K.full, shape=_shape(shape, size), value=0, dtype=_dt(dtype),
-                       device=_dev(device)), requires_grad)
+    return _grad(_filled(_shape(shape, size), 0, _dt(dtype), _dev(device)), requires_grad)
 
 
 def ones(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(apply(K.full, shape=_shape(shape, size), value=1, dtype=_dt(dtype),
-                       device=_dev(device)), requires_grad)
+    return _grad(_filled(_shape(shape, size), 1, _dt(dtype), _dev(device)), requires_grad)
 
 
 empty = zeros  # hybridfw never hands out uninitialised memory

@@ -40,10 +40,7 @@ def _reshape_infer(a, *, shape):
 
 
 def _reshape_grad(g, out, a, *, shape):
-    if list(a.shape).count(-1) > 1:
-        raise ValueError(f"reshape: the gradient needs the input shape {tuple(a.shape)}, which a "
-                         "static program knows only with several unknown (-1) dims")
-    return apply(reshape, g, shape=a.shape)
+    return reshape_like_input(g, a)
 
 
 def _reshape_lower(in_shape, out_shape, *, shape):
@@ -74,6 +71,139 @@ def _row_major_strides(shape) -> list:
 reshape = register("reshape", infer=_reshape_infer, view=True,
                    kernel=lambda xp, a, *, shape: a.reshape(shape), vjp=(_reshape_grad,),
                    lower=view_rule(_reshape_lower))
+
+
+# ---- sizes known when the program runs ----------------------------------------------------------
+# A static program's dims may be known only at run time (an InputSpec's None). Converted code
+# reading such a dim (``x.shape[0]``, ``x.size(0)``) gets a value of the program, and ops given
+# it as a size (``x.view(x.size(0), -1)``, ``hf.zeros(b, 3)``) take size *entries*: an int
+# (-1: inferred, as in reshape), ``("dim", j, k)``: dim k of the op's input j (the tensor whose
+# size it is), or ``("value", j)``: the value of input j (a 0-d int computed from sizes).
+def dynamic_sizes(op: str, entries, inputs, run: bool) -> list:
+    """The sizes ``entries`` stand for, given the op's ``inputs``: at run time (``run``) all
+    known; while building, -1 where the size is only known when the program runs."""
+    sizes = []
+    for e in entries:
+        if isinstance(e, int):
+            sizes.append(e)
+        elif e[0] == "dim":
+            sizes.append(inputs[e[1]].shape[e[2]])
+        elif e[0] == "value":
+            sizes.append(int(inputs[e[1]]) if run else -1)
+        else:
+            raise ValueError(f"{op}: invalid size entry {e!r}")
+    return sizes
+
+
+def size_entries(sizes, own=None):
+    """``(entries, refs)`` for ``sizes`` holding a static program's values (sizes known when it
+    runs, see :func:`dynamic_sizes`), or None when all are ints: each such value becomes the
+    dim it reads (``("dim", j, k)``: what converted code's ``x.shape[k]`` gives) or its own
+    value (``("value", j)``); ``refs`` are the inputs those entries index (after ``own``, the
+    op's input 0, when given)."""
+    if not any(hasattr(s, "dim_source") for s in sizes):
+        return None
+    entries, refs = [], []
+    offset = 0 if own is None else 1
+
+    def index_of(t):
+        if own is not None and t.name == own.name:
+            return 0
+        for j, r in enumerate(refs):
+            if r.name == t.name:
+                return j + offset
+        refs.append(t)
+        return len(refs) - 1 + offset
+
+    for s in sizes:
+        if not hasattr(s, "dim_source"):
+            entries.append(int(s))
+            continue
+        source = s.dim_source()
+        if source is not None:
+            entries.append(("dim", index_of(source[0]), source[1]))
+        elif s.shape or s.dtype.category != 1:  # (1: integer)
+            raise TypeError(f"size: expected ints or one-element integer tensors, got a tensor "
+                            f"of shape {tuple(s.shape)} and dtype {s.dtype}")
+        else:
+            entries.append(("value", index_of(s)))
+    return tuple(entries), refs
+
+
+def _reshape_dynamic_infer(a, *refs, shape):
+    """The target sizes, the one -1 solved where the sizes allow: every known size, or the
+    input's unknown dims each passed on by a ``("dim", 0, k)`` entry (``x.view(x.size(0), -1)``
+    on an input of shape (-1, 1, 28, 28) gives (-1, 784))."""
+    sizes = dynamic_sizes("reshape", shape, (a,) + refs, run=False)
+    literal = [i for i, e in enumerate(shape) if e == -1]
+    if len(literal) > 1:
+        raise ValueError(f"reshape: only one dimension can be inferred (-1) in {shape}")
+    if not literal:
+        if -1 not in sizes and -1 not in a.shape and numel(sizes) != numel(a.shape):
+            raise ValueError(f"reshape: shape {tuple(sizes)} is invalid for input of shape "
+                             f"{tuple(a.shape)} ({numel(a.shape)} elements)")
+        return tuple(sizes), a.dtype, None
+    i = literal[0]
+    passed = [e[2] for k, e in enumerate(shape) if k != i and not isinstance(e, int) and
+              e[0] == "dim" and e[1] == 0]   # the input's own dims, passed on as they are
+    unknown = [k for k, s in enumerate(a.shape) if s == -1]
+    rest = [s for k, (s, e) in enumerate(zip(sizes, shape)) if k != i and
+            (isinstance(e, int) or e[0] != "dim" or e[1] != 0 or a.shape[e[2]] != -1)]
+    if -1 in rest or not set(unknown) <= set(passed):
+        return tuple(sizes), a.dtype, None  # (known when the program runs)
+    cancel = set(k for k in passed if a.shape[k] == -1)
+    total = numel(s for k, s in enumerate(a.shape) if k not in cancel)
+    known = numel(rest)
+    if known == 0 or total % known:
+        raise ValueError(f"reshape: shape {tuple(sizes)} is invalid for input of shape "
+                         f"{tuple(a.shape)}")
+    sizes[i] = total // known
+    return tuple(sizes), a.dtype, None
+
+
+def static_reshape_shape(a, entries, refs):
+    """The shape of an equivalent plain ``reshape`` of ``a`` (its one -1 computed when the
+    program runs), or None when the sizes need ``reshape_dynamic``: when ``a`` has one unknown
+    dim and the target passes it on as it is (``x.view(x.size(0), -1)``,
+    ``q.reshape(*q.shape[:2], heads, head_dim)``), the other sizes being known (a plain reshape
+    exports to ONNX and compiles like any other). Sizes no batch size could match are refused
+    as eager refuses them."""
+    sizes = list(_reshape_dynamic_infer(a, *refs, shape=entries)[0])
+    unknown_a = [k for k, s in enumerate(a.shape) if s == -1]
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    if not unknown:
+        return tuple(sizes)
+    e = entries[unknown[0]]
+    if len(unknown_a) != 1 or len(unknown) != 1 or isinstance(e, int) or \
+            tuple(e[:2]) != ("dim", 0) or e[2] != unknown_a[0]:
+        return None
+    if -1 not in entries:  # every other size given: the known ones must match
+        known_a = numel(s for s in a.shape if s != -1)
+        known = numel(s for s in sizes if s != -1)
+        if known_a != known:
+            raise ValueError(f"reshape: shape {tuple(sizes)} is invalid for input of shape "
+                             f"{tuple(a.shape)} (the known sizes hold {known} and {known_a} "
+                             "elements per unknown one)")
+    return tuple(sizes)
+
+
+def _reshape_dynamic_kernel(xp, a, *refs, shape):
+    return a.reshape(tuple(dynamic_sizes("reshape", shape, (a,) + refs, run=True)))
+
+
+def reshape_like_input(g, a):
+    """``g`` reshaped to the shape of ``a`` (a gradient rule's input, maybe a
+    :class:`TensorMeta` whose dims are partly known only at run time)."""
+    if list(a.shape).count(-1) <= 1:
+        return apply(reshape, g, shape=tuple(a.shape))
+    return apply(reshape_dynamic, g, runtime_value(a),
+                 shape=tuple(("dim", 1, k) if s == -1 else s for k, s in enumerate(a.shape)))
+
+
+reshape_dynamic = register(
+    "reshape_dynamic", infer=_reshape_dynamic_infer, kernel=_reshape_dynamic_kernel, view=True,
+    vjp=(lambda g, out, a, *refs, shape: reshape_like_input(g, a),),
+    doc="reshape to sizes partly known only when the program runs (see dynamic_sizes)")
 
 
 def _permute_infer(a, *, dims):
@@ -298,8 +428,9 @@ def _detach_lower(in_shape, out_shape):
 detach = register("detach", infer=lambda a: (a.shape, a.dtype, None), view=True,
                   kernel=lambda xp, a: a.view(), lower=view_rule(_detach_lower))
 
-__all__ = ["reshape", "permute", "broadcast_to", "concat", "concat_backward", "to_device",
-           "detach", "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes"]
+__all__ = ["reshape", "reshape_dynamic", "permute", "broadcast_to", "concat", "concat_backward",
+           "to_device", "detach", "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes",
+           "dynamic_sizes", "reshape_like_input", "size_entries", "static_reshape_shape"]
 
 
 # ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
@@ -334,6 +465,26 @@ def _onnx_concat(ctx, *xs, dim):
 _BACKWARD = OnnxNotExportable("a gradient op (backward only); an exported model is inference "
                               "only")
 
-onnx_rules(reshape=_onnx_reshape, permute=_onnx_permute, broadcast_to=_onnx_broadcast_to,
-           concat=_onnx_concat, to_device="Identity", detach="Identity", sum_to_like=_BACKWARD,
-           concat_backward=_BACKWARD)
+def onnx_sizes(ctx, entries, inputs) -> str:
+    """A 1-D int64 tensor of the sizes ``entries`` stand for (see :func:`dynamic_sizes`):
+    constants, dims read with Shape, values cast and flattened."""
+    pieces = []
+    for e in entries:
+        if isinstance(e, int):
+            pieces.append(ctx.ints([e]))
+        elif e[0] == "dim":
+            pieces.append(ctx.node("Gather", [ctx.shape_of(inputs[e[1]]), ctx.ints([e[2]])],
+                                   axis=0))
+        else:
+            value = ctx.cast(inputs[e[1]], ctx.metas[e[1]].dtype, "int64")
+            pieces.append(ctx.node("Reshape", [value, ctx.ints([1])]))
+    return pieces[0] if len(pieces) == 1 else ctx.node("Concat", pieces, axis=0)
+
+
+def _onnx_reshape_dynamic(ctx, a, *refs, shape):
+    return ctx.node("Reshape", [a, onnx_sizes(ctx, shape, (a,) + refs)])
+
+
+onnx_rules(reshape=_onnx_reshape, reshape_dynamic=_onnx_reshape_dynamic, permute=_onnx_permute,
+           broadcast_to=_onnx_broadcast_to, concat=_onnx_concat, to_device="Identity",
+           detach="Identity", sum_to_like=_BACKWARD, concat_backward=_BACKWARD)

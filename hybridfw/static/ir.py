@@ -100,6 +100,11 @@ class Variable(TensorMethods):
                              "only one-element tensors convert")
         return self.reshape(()).python_number()
 
+    def dim_source(self):
+        """``(value, k)`` when this value is dim ``k`` of ``value`` (read by converted code's
+        ``x.shape[k]``, see ``hf.ops.shape_ops.size_entries``), else None."""
+        return self.block.program.dim_sources.get(self.name)
+
     def python_number(self) -> "Variable":
         """This 0-d value as converted code's stand-in for a Python number (see :meth:`item`):
         detached, and returned by ``hf.jit.to_static`` as ``int``, ``float`` or ``bool``."""
@@ -279,6 +284,9 @@ class Program:
         # values converted code turned into Python numbers (x.item(), float(x), x.tolist()):
         # hf.jit.to_static returns them as Python numbers, as the eager function does
         self.python_scalars: set = set()
+        # values that are a dim of another value known only at run time (converted code's
+        # x.shape[k] for an InputSpec's None): name -> (that value, k), for ops taking sizes
+        self.dim_sources: dict = {}
 
     # ---- structure --------------------------------------------------------------------------
     def global_block(self) -> Block:

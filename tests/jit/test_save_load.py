@@ -421,3 +421,29 @@ def test_python_numbers_come_back_as_numbers(tmp_path):
     assert isinstance(total, hf.Tensor) and total.item() == pytest.approx(3.0)
     assert type(number) is float and number == pytest.approx(3.0)
     assert type(count) is int and count == 2
+
+
+class _BatchSized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x):
+        state = hf.zeros(x.shape[0], 3)
+        return self.fc(x.view(x.size(0), -1)) + state, x.shape[0]
+
+
+def test_sizes_read_from_a_dynamic_dim_are_exported_for_every_batch(tmp_path):
+    """A forward reading its batch size (``x.shape[0]``, ``x.size(0)``) exports once with a
+    dynamic batch and runs at any batch after loading; the size comes back as an int."""
+    hf.manual_seed(0)
+    model = _BatchSized()
+    hf.jit.save(model, tmp_path / "sized.hfm", input_spec=[InputSpec([None, 3, 4])])
+    layer = hf.jit.load(tmp_path / "sized.hfm")
+    for batch in (1, 4, 7):
+        x = hf.randn(batch, 3, 4)
+        got, size = layer(x)
+        with hf.no_grad():
+            want, _ = model(x)
+        assert type(size) is int and size == batch
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

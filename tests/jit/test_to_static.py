@@ -719,3 +719,87 @@ def acc_of_sums(x):
         s = s + x.sum()
         k = k + 0.5
     return s, k
+
+
+# ---- dims known only when the program runs (an InputSpec's None) ---------------------------------
+def flatten_rows(x):
+    return x.reshape(x.shape[0], -1)
+
+
+def fresh_state(x):
+    return hf.zeros(x.shape[0], 3) + x[:, :1]
+
+
+def split_pairs(x):
+    b = x.size(0)
+    return x.view(b, 2, -1).sum(1)
+
+
+def rows_loop(x):
+    s = x[0] * 0
+    for i in range(x.shape[0]):
+        s = s + x[i] * i
+    return s
+
+
+def mean_by_count(x):
+    n = x.shape[0]
+    return x / n, n * 2, x.numel(), len(x)
+
+
+def two_unknowns(x, y):
+    return y.reshape(x.shape[0], -1) + hf.ones(x.shape[0], y.shape[1] * y.shape[0] // x.shape[0])
+
+
+@pytest.mark.parametrize("fn", [flatten_rows, fresh_state, split_pairs, rows_loop, mean_by_count])
+def test_converted_code_reads_dims_known_only_when_the_program_runs(fn):
+    """With ``InputSpec([None, 4])``, ``x.shape[0]`` is only known when the program runs: the
+    converted code gets it as a value of the program (it used to read -1 while tracing and bake
+    that in: a reshape failed, ``range(x.shape[0])`` ran no step, ``x / x.shape[0]`` divided by
+    -1), so one program gives eager's results for every batch size; sizes stay ints."""
+    f = hf.jit.to_static(fn, input_spec=[hf.jit.InputSpec([None, 4])])
+    for b in (2, 3, 6):
+        x = hf.tensor(np.arange(b * 4, dtype=np.float32).reshape(b, 4) - 5.0)
+        want, got = fn(x), f(x)
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        for w, g in zip(want, got):
+            if isinstance(w, hf.Tensor):
+                assert g.shape == w.shape
+                np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+            else:
+                assert type(g) is type(w) and g == w
+    assert f.cache_info().misses == 1
+
+
+def test_a_size_read_from_another_tensor_reshapes_at_run_time():
+    """Sizes combining two tensors' unknown dims (``y.reshape(x.shape[0], -1)``): the reshape
+    reads them when the program runs, for every pair of sizes, and gradients flow back."""
+    spec = [hf.jit.InputSpec([None, 2]), hf.jit.InputSpec([None, 3])]
+    f = hf.jit.to_static(two_unknowns, input_spec=spec)
+    for bx, by in ((2, 4), (3, 2), (1, 5)):
+        x = hf.ones(bx, 2)
+        y = hf.tensor(np.arange(by * 3, dtype=np.float32).reshape(by, 3), requires_grad=True)
+        got = f(x, y)
+        np.testing.assert_allclose(got.detach().numpy(), two_unknowns(x, y).detach().numpy())
+        got.sum().backward()
+        np.testing.assert_allclose(y.grad.numpy(), np.ones((by, 3)))
+    assert f.cache_info().misses == 1  # one program for every pair of sizes
+
+
+def expand_rows(x):
+    return x.expand(x.shape[0], 4) * 2
+
+
+def expand_to_other(x, y):
+    return x.expand(y.shape[0], 4)
+
+
+def test_expand_takes_a_run_time_size_as_the_tensors_own_dim():
+    f = hf.jit.to_static(expand_rows, input_spec=[hf.jit.InputSpec([None, 1])])
+    for b in (2, 5):
+        x = hf.arange(b).astype("float32").reshape(b, 1)
+        np.testing.assert_allclose(f(x).numpy(), expand_rows(x).numpy())
+    g = hf.jit.to_static(expand_to_other, input_spec=[hf.jit.InputSpec([None, 1]),
+                                                      hf.jit.InputSpec([None])])
+    with pytest.raises(TypeError, match="expand: size 0 is only known when the program runs"):
+        g(hf.ones(3, 1), hf.ones(3))

@@ -194,3 +194,29 @@ def test_attention_with_padding_mask_and_encoder_stack(tmp_path):
     for batch in (1, 2):
         assert_matches_eager(path, net, rng.standard_normal((batch, 3, 8)).astype(np.float32),
                              mask[:batch])
+
+
+class _SizesAtRunTime(nn.Module):
+    """Sizes read from the input's symbolic batch dim: ``view(x.size(0), -1)`` on another
+    tensor (a run-time Reshape), ``hf.zeros(x.shape[0], 5)`` (an Expand to a run-time shape),
+    and the own-dim flatten ``h.view(h.size(0), -1)`` (a plain Reshape)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3, padding=1)
+        self.fc = nn.Linear(2 * 4 * 4, 5)
+
+    def forward(self, x):
+        h = nn.functional.max_pool2d(self.conv(x).relu(), 2)
+        flat = h.view(x.size(0), -1)
+        return self.fc(h.view(h.size(0), -1)) + hf.zeros(x.shape[0], 5) + flat.sum()
+
+
+def test_sizes_read_at_run_time_export_with_a_symbolic_batch(tmp_path):
+    hf.manual_seed(0)
+    model = _SizesAtRunTime().eval()
+    path = tmp_path / "sizes.onnx"
+    hf.onnx.export(model, path, input_spec=[InputSpec([None, 1, 8, 8])])
+    rng = np.random.default_rng(3)
+    for batch in (2, 5):
+        assert_matches_eager(path, model, rng.standard_normal((batch, 1, 8, 8)).astype(np.float32))

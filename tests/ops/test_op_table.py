@@ -32,6 +32,9 @@ import pytest
 
 import hybridfw as hf
 from hybridfw.dygraph.eager import EagerInterpreter
+from hybridfw.ops import creation as _K
+from hybridfw.ops import shape_ops as _S
+from hybridfw.ops.registry import apply as _apply
 
 F16, F32, F64, I32, I64, BOOL = "float16", "float32", "float64", "int32", "int64", "bool"
 FLOATS = (F32, F64)
@@ -412,6 +415,15 @@ OPS = [
         lambda x: x.transpose(2, 0, 1).reshape(4, 6), [Inp((2, 3, 4))], ALL_NUM),
     Row("permute", lambda x: x.permute(2, 0, 1), lambda x: x.transpose(2, 0, 1),
         [Inp((2, 3, 4))], ALL_NUM),
+    # sizes a static program reads when it runs (converted code's x.shape[k] for a None dim):
+    # the ops called directly, their sizes from another tensor's dim and from a 0-d int value
+    Row("reshape_dynamic", lambda x, n: _apply(_S.reshape_dynamic, x, n, x.T,
+                                               shape=(("dim", 2, 1), ("value", 1), -1)),
+        lambda x, n: x.reshape(3, 2, 2), [A34, Fixed(np.int64(2))], ALL_NUM),
+    Row("full_dims", lambda x, n: x.reshape(1, -1)[:, :2] +
+        _apply(_K.full_dims, x, n, shape=(("dim", 0, 1), ("value", 1)), value=1.5,
+               dtype=x.dtype, device="cpu"),
+        lambda x, n: x.reshape(1, -1)[:, :2] + np.full((4, 2), 1.5), [A34, Fixed(np.int64(2))]),
     # gradient x.detach() + exp(x).detach() (2x without the detaches): checked against PyTorch
     Row("detach", lambda x: x * x.detach() + x.detach().exp(), lambda x: x * x + np.exp(x),
         [A34], fd=False, torch_fn=lambda x: x * x.detach() + x.detach().exp()),

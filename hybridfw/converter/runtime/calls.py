@@ -117,6 +117,9 @@ def convert_call(fn):
         return special[1]
     if isinstance(fn, types.MethodType):
         target = fn.__self__  # (a Variable's methods, item and numpy included, are its own)
+        if target.__class__ is Variable and fn.__name__ in ("size", "numel") and \
+                -1 in target.shape:  # dims known when the program runs: see convert_shape
+            return (_size if fn.__name__ == "size" else _numel)(target)
         if _user_function(fn.__func__):
             return types.MethodType(_converted(fn.__func__), target)
         return fn
@@ -287,12 +290,48 @@ def convert_len(value):
     if is_static(value):
         if not value.shape:
             raise located("len() of a 0-d tensor", TypeError)
-        if value.shape[0] == -1:
-            from ...ops import reduction as R
-            from ...ops.registry import apply
-            return apply(R.dim_numel, value, dim=(0,))
-        return value.shape[0]
+        return convert_shape(value)[0]
     return len(value)
+
+
+def convert_shape(value):
+    """``x.shape`` in converted code. A static value's dims known only when the program runs
+    (an InputSpec's None) are values of the program there: 0-d ints standing for Python
+    numbers (see ``Variable.python_number``), which ops taking sizes read as that dim
+    (``x.view(x.shape[0], -1)``, ``hf.zeros(x.shape[0], 3)``) and which work in arithmetic,
+    comparisons and ``range``. Anything else's ``shape`` as it is."""
+    shape = value.shape
+    if value.__class__ is Variable and -1 in shape:
+        return tuple(_dynamic_dim(value, k) if s == -1 else s for k, s in enumerate(shape))
+    return shape
+
+
+def _dynamic_dim(value, k):
+    from ...ops import reduction as R
+    from ...ops.registry import apply
+    dim = apply(R.dim_numel, value, dim=(k,))
+    program = dim.block.program
+    program.python_scalars.add(dim.name)
+    # (a Variable of its own: an in-place update renames the object the user holds)
+    program.dim_sources[dim.name] = (Variable(value.block, value.name, value.shape,
+                                              value.dtype), k)
+    return dim
+
+
+def _size(value):
+    def size(dim=None):
+        shape = convert_shape(value)
+        return shape if dim is None else shape[dim]
+    return size
+
+
+def _numel(value):
+    def numel():
+        n = 1
+        for s in convert_shape(value):
+            n = n * s
+        return n
+    return numel
 
 
 def _cast(python_type, dtype):

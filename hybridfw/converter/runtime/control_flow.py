@@ -440,7 +440,8 @@ def _plan_carry(program, value, after, name):
         after_leaves = [None] * len(before_leaves)
     init = []
     numbers = tuple(_number_like(program, leaf) and later is not None and
-                    _number_like(program, later) for leaf, later in zip(before_leaves, after_leaves))
+                    _number_like(program, later)
+                    for leaf, later in zip(before_leaves, after_leaves))
     for leaf, later in zip(before_leaves, after_leaves):
         var = to_variable(program, leaf)
         if later is not None:

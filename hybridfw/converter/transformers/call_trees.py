@@ -5,7 +5,8 @@
 get those, numpy functions given static values become Python-callback operators, and anything
 else (framework and library functions) is called as it is. Zero-argument ``super()`` becomes
 ``super(__class__, self)``, since converted code is compiled outside its class body.
-``with`` context managers are checked by ``_jst.convert_with``.
+``with`` context managers are checked by ``_jst.convert_with``. ``x.shape`` reads become
+``_jst.convert_shape(x)`` (dims a static value knows only at run time are values there).
 """
 from __future__ import annotations
 
@@ -45,6 +46,15 @@ class _Calls(gast.NodeTransformer):
                 node.args = [load("__class__"), load(first)]
             return node
         node.func = copy_location(replace_expr("_jst.convert_call(f)", f=func), func)
+        return node
+
+    def visit_Attribute(self, node):
+        """``x.shape`` -> ``_jst.convert_shape(x)``: dims a static value knows only when the
+        program runs are values of the program (see :func:`~hybridfw.converter.runtime.calls.
+        convert_shape`); anything else's ``shape`` is left as it is."""
+        self.generic_visit(node)
+        if node.attr == "shape" and isinstance(node.ctx, gast.Load):
+            return copy_location(replace_expr("_jst.convert_shape(x)", x=node.value), node)
         return node
 
     def visit_JoinedStr(self, node):
