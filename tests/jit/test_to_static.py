@@ -803,3 +803,28 @@ def test_expand_takes_a_run_time_size_as_the_tensors_own_dim():
                                                       hf.jit.InputSpec([None])])
     with pytest.raises(TypeError, match="expand: size 0 is only known when the program runs"):
         g(hf.ones(3, 1), hf.ones(3))
+
+
+def add_if_same_shape(x, y):
+    if x.shape == y.shape:
+        return x + y
+    return x * 0
+
+
+def shape_facts(x):
+    return x.shape == x.shape, x.shape != (3, 4), x.shape == (2, 4) or x.shape[0] == 5
+
+
+def test_shapes_with_run_time_dims_compare_when_the_program_runs():
+    """``x.shape == y.shape`` with batch dims known only at run time is decided when the
+    program runs (a converted if branches on it); the same dim of the same tensor is equal
+    while building; comparisons of sizes come back as Python bools, as in eager code."""
+    spec = hf.jit.InputSpec([None, 4])
+    f = hf.jit.to_static(add_if_same_shape, input_spec=[spec, spec])
+    for bx, by in ((2, 2), (2, 3), (3, 3)):
+        x, y = hf.ones(bx, 4), hf.ones(by, 4) * 2
+        np.testing.assert_allclose(f(x, y).numpy(), add_if_same_shape(x, y).numpy())
+    g = hf.jit.to_static(shape_facts, input_spec=[spec])
+    for b in (2, 3, 5):
+        got, want = g(hf.ones(b, 4)), shape_facts(hf.ones(b, 4))
+        assert got == want and all(type(v) is bool for v in got), (b, got, want)

@@ -302,8 +302,53 @@ def convert_shape(value):
     comparisons and ``range``. Anything else's ``shape`` as it is."""
     shape = value.shape
     if value.__class__ is Variable and -1 in shape:
-        return tuple(_dynamic_dim(value, k) if s == -1 else s for k, s in enumerate(shape))
+        return RunTimeShape(_dynamic_dim(value, k) if s == -1 else s
+                            for k, s in enumerate(shape))
     return shape
+
+
+class RunTimeShape(tuple):
+    """A shape holding dims known only when the program runs (see :func:`convert_shape`).
+    ``==``/``!=`` with another shape compare those dims when the program runs (a bool value of
+    the program, which a converted ``if`` branches on), except where the answer is known while
+    building: the same dim of the same value, different lengths, or different known sizes."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        if not isinstance(other, (tuple, list)):
+            return NotImplemented
+        if len(self) != len(other):
+            return False
+        result = True
+        for a, b in zip(self, other):
+            if a is b or _same_dim(a, b):
+                continue
+            if not is_static(a) and not is_static(b):
+                if a != b:
+                    return False
+                continue
+            equal = a == b
+            result = equal if result is True else result & equal
+        return result
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        if equal is NotImplemented or isinstance(equal, bool):
+            return equal if equal is NotImplemented else not equal
+        return ~equal
+
+    __hash__ = tuple.__hash__
+
+
+def _same_dim(a, b) -> bool:
+    source_a = getattr(a, "dim_source", None)
+    source_b = getattr(b, "dim_source", None)
+    if source_a is None or source_b is None:
+        return False
+    source_a, source_b = source_a(), source_b()
+    return source_a is not None and source_b is not None and \
+        source_a[0].name == source_b[0].name and source_a[1] == source_b[1]
 
 
 def _dynamic_dim(value, k):

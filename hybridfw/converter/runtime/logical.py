@@ -19,27 +19,43 @@ __all__ = [
 ]
 
 
-def _predicate_of(thunk):
+def _predicate_of(thunk, numbers=None):
     def build():
         value = thunk()
+        if numbers is not None:
+            numbers.append(_number_like(value))
         return to_predicate(value) if is_static(value) else bool(value)
     return build
+
+
+def _short_circuit(left, rhs, is_and: bool):
+    """``left and rhs()`` / ``left or rhs()`` for a static ``left``: a cond. Two sides standing
+    for Python numbers (``x.item() > 0 or n == 3``) give one too (see
+    ``Variable.python_number``)."""
+    numbers = [_number_like(left)]
+    right = _predicate_of(rhs, numbers)
+    out = cond(left, right, lambda: left) if is_and else cond(left, lambda: left, right)
+    if all(numbers) and is_static(out):
+        out.block.program.python_scalars.add(out.name)
+    return out
+
+
+def _number_like(value) -> bool:
+    return not is_static(value) or value.name in value.block.program.python_scalars
 
 
 def convert_logical_and(lhs, rhs):
     left = lhs()
     if not is_static(left):
         return rhs() if left else left
-    left = to_predicate(left, "left side of 'and'")
-    return cond(left, _predicate_of(rhs), lambda: left)
+    return _short_circuit(to_predicate(left, "left side of 'and'"), rhs, True)
 
 
 def convert_logical_or(lhs, rhs):
     left = lhs()
     if not is_static(left):
         return left if left else rhs()
-    left = to_predicate(left, "left side of 'or'")
-    return cond(left, lambda: left, _predicate_of(rhs))
+    return _short_circuit(to_predicate(left, "left side of 'or'"), rhs, False)
 
 
 def convert_logical_not(value):
