@@ -95,6 +95,9 @@ class _Outputs:
 
     def _walk(self, program, value):
         if isinstance(value, Variable):
+            if program.global_block().find_var(value.name) is None:
+                from ..static.builder import _escaped
+                raise ConversionError(_escaped("return", value.name))
             self.fetch.append(value.name)
             # x.item(), float(x), ...: a Python number, as the eager function returns
             return ("scalar" if value.name in program.python_scalars else "leaf",

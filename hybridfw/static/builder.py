@@ -26,6 +26,13 @@ __all__ = ["StaticInterpreter", "program_guard", "data", "default_main_program",
 _SCALARS = (int, float, bool)
 
 
+def _escaped(op: str, name: str) -> str:
+    return (f"{op}: value {name!r} is not defined here: it was made inside the body of a loop "
+            "or branch a tensor decides and left it other than as a variable the body assigns "
+            "(stored into an object's attribute, or appended to a list inside another "
+            "container); assign it to a local variable in the body, and store it after the loop")
+
+
 def _all_numbers(operands, numbers: set) -> bool:
     """Whether the Variables among ``operands`` (at least one) all stand for Python numbers."""
     found = False
@@ -56,8 +63,11 @@ class StaticInterpreter:
 
     def apply(self, op, args, attrs):
         operands = tuple(self._operand(a) for a in args)
-        shape, dtype, _ = op.infer(*operands, **attrs)
         block = self.program.current_block()
+        for o in operands:
+            if o.__class__ is Variable and block.find_var(o.name) is None:
+                raise ValueError(_escaped(op.name, o.name))
+        shape, dtype, _ = op.infer(*operands, **attrs)
         out = block.create_var(shape, dtype)
         block.append_op(Operator(op.name, [o.name if isinstance(o, Variable) else o
                                            for o in operands], [out.name], attrs))

@@ -828,3 +828,47 @@ def test_shapes_with_run_time_dims_compare_when_the_program_runs():
     for b in (2, 3, 5):
         got, want = g(hf.ones(b, 4)), shape_facts(hf.ones(b, 4))
         assert got == want and all(type(v) is bool for v in got), (b, got, want)
+
+
+def dict_accumulator(x):
+    d = {"sum": x[0] * 0, "count": 0}
+    for row in x:
+        d["sum"] = d["sum"] + row
+        d["count"] = d["count"] + 1
+    return d
+
+
+class _Holder:
+    def __init__(self):
+        self.value = 0.0
+
+
+def attribute_accumulator(x):
+    box = _Holder()
+    i = 0
+    while x.sum() > i:
+        box.value = box.value + x.mean()
+        i += 1
+    return box.value
+
+
+def nested_list_append(x):
+    d = {"rows": []}
+    for row in x:
+        d["rows"].append(row * 2)
+    return hf.stack(d["rows"])
+
+
+def test_containers_written_in_a_tensor_loop():
+    """A dict item written in a loop over a tensor is carried by the loop (the probe of the
+    body used to write into the caller's dict itself); values that leave the body another way
+    (an object's attribute, a list inside a dict) get a clear error naming the line, not an
+    internal KeyError."""
+    x = hf.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    got, want = hf.jit.to_static(dict_accumulator)(x), dict_accumulator(x)
+    np.testing.assert_allclose(got["sum"].numpy(), want["sum"].numpy())
+    assert got["count"] == want["count"] == 3 and type(got["count"]) is int
+    for fn in (attribute_accumulator, nested_list_append):
+        with pytest.raises(ValueError, match="made inside the body of a loop or branch") as info:
+            hf.jit.to_static(fn)(x)
+        assert "test_to_static.py" in str(info.value)

@@ -316,13 +316,22 @@ def _probe(program, body_fn, values):
                     stand_ins.append(scratch.create_var(var.shape, var.dtype))
                     if _number_like(program, v):  # (arithmetic on it stays number-like)
                         program.python_scalars.add(stand_ins[-1].name)
-                elif isinstance(v, list):
-                    stand_ins.append(list(v))  # appends go to a copy
-                else:
-                    stand_ins.append(v)
+                else:  # appends and item writes go to copies of the containers
+                    stand_ins.append(_copy_containers(v))
             return tuple(body_fn(*stand_ins))
     finally:
         del program.blocks[first_block:]
+
+
+def _copy_containers(value):
+    """``value`` with its lists, dicts and tuples copied (at every depth), leaves as they are."""
+    if value.__class__ is list:
+        return [_copy_containers(v) for v in value]
+    if value.__class__ is dict:
+        return {k: _copy_containers(v) for k, v in value.items()}
+    if value.__class__ is tuple:
+        return tuple(_copy_containers(v) for v in value)
+    return value
 
 
 def _static_loop(cond_fn, body_fn, values, names):
