@@ -26,7 +26,7 @@ from ..backend import Storage, array_device
 from ..converter.errors import ConversionError
 from ..converter.runtime.calls import _converted
 from ..converter.runtime.tensor_array import TensorArray
-from ..converter.runtime.undefined import is_undefined
+from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
 from ..memory.recompute import check_budget, recompute
@@ -113,7 +113,7 @@ class _Outputs:
             return ("seq", type(value), tuple(self._walk(program, v) for v in value))
         if isinstance(value, dict):
             return ("dict", tuple((k, self._walk(program, v)) for k, v in value.items()))
-        if is_undefined(value):
+        if is_undefined(value) or isinstance(value, Unmerged):
             value._fail()
         return ("const", value)
 

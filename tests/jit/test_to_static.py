@@ -872,3 +872,42 @@ def test_containers_written_in_a_tensor_loop():
         with pytest.raises(ValueError, match="made inside the body of a loop or branch") as info:
             hf.jit.to_static(fn)(x)
         assert "test_to_static.py" in str(info.value)
+
+
+def none_on_one_path_unused(x):
+    if x.sum() > 0:
+        extra = None
+    else:
+        extra = x * 3
+    return x + 1
+
+
+def none_on_one_path_used(x):
+    if x.sum() > 0:
+        extra = None
+    else:
+        extra = x * 3
+    return x + extra  # the use: line of the error
+
+
+def tuples_of_two_lengths(x):
+    if x.sum() > 0:
+        r = (x, x)
+    else:
+        r = (x,)
+    return r
+
+
+def test_branch_values_that_cannot_meet_fail_only_where_used():
+    """An if a tensor decides whose branches give a variable values of different kinds (None
+    and a tensor, tuples of different lengths) converts while the variable is not used
+    afterwards; a use raises a ConversionError saying why, at the line of the use (for a
+    returned value, the if's)."""
+    f = hf.jit.to_static(none_on_one_path_unused)
+    for v in (1.0, -1.0):
+        np.testing.assert_allclose(f(hf.tensor([v, v])).numpy(), [v + 1, v + 1])
+    for fn, line in ((none_on_one_path_used, "return x + extra"),  # (the use)
+                     (tuples_of_two_lengths, "if x.sum() > 0:")):  # (returned: the if)
+        with pytest.raises(ConversionError, match="in the if branch but") as info:
+            hf.jit.to_static(fn)(hf.ones(2))
+        assert line in str(info.value)

@@ -24,7 +24,7 @@ from ...static.control_flow import (
 from ...static.ir import Operator, Variable
 from ..errors import ConversionError, located
 from .tensor_array import TensorArray, is_tensor_array
-from .undefined import is_undefined
+from .undefined import Unmerged, is_undefined
 
 __all__ = [
     "TensorRange",
@@ -203,6 +203,9 @@ class _Merge:
     def value(self, a, b, name, before=None):
         if a is b:
             return a  # unchanged by both branches (or the same object)
+        for side in (a, b):
+            if side.__class__ is Unmerged:
+                return side  # (a value no use may read stays one)
         if a.__class__ is Variable and b.__class__ is Variable and a.name == b.name:
             return before if before.__class__ is Variable and before.name == a.name else a
         if before.__class__ is list and (a.__class__ is list or is_tensor_array(a)) and \
@@ -228,9 +231,10 @@ class _Merge:
             return {k: self.value(a[k], b[k], f"{name}[{k!r}]") for k in a}
         if type(a) is type(b) and _equal(a, b):
             return a
-        raise located(f"if on a tensor condition: variable {name!r} is {_describe(a)} in the "
-                      f"if branch but {_describe(b)} in the else branch; a static cond needs "
-                      f"tensors (or numbers) of the same dtype in both", ConversionError)
+        # fine while unused (y = None on one path, never read again); a use raises this
+        return Unmerged(name, f"if on a tensor condition: variable {name!r} is {_describe(a)} "
+                              f"in the if branch but {_describe(b)} in the else branch; a "
+                              "static cond needs tensors (or numbers) of the same dtype in both")
 
     def _arrays(self, a, b, name):
         """Two versions of a list the branches changed, as tensor arrays (built in their

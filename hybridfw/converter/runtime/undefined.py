@@ -1,7 +1,7 @@
 """Placeholders for names that are not bound on every path."""
 from __future__ import annotations
 
-__all__ = ["UNDEFINED_RETURN", "Undefined", "is_undefined", "return_value"]
+__all__ = ["UNDEFINED_RETURN", "Undefined", "Unmerged", "is_undefined", "return_value"]
 
 
 class Undefined:
@@ -14,7 +14,10 @@ class Undefined:
         object.__setattr__(self, "name", name)
 
     def _fail(self, *args, **kwargs):
-        raise UnboundLocalError(
+        raise self._error()
+
+    def _error(self) -> Exception:
+        return UnboundLocalError(
             f"local variable {self.name!r} is used where it may not have been assigned (it is "
             f"assigned on some paths only, e.g. in one branch of an if or inside a loop body "
             f"that may not run)")
@@ -31,6 +34,33 @@ class Undefined:
 
     def __setattr__(self, key, value):
         self._fail()
+
+
+class Unmerged(Undefined):
+    """The value after an ``if`` a tensor decides of a variable the two branches give values
+    that cannot meet in one (None and a tensor, a str and a tensor, tuples of different
+    lengths): fine while unused (``y = None`` on one path only, never read again); any use
+    raises the error saying why, at the line of the use."""
+
+    __slots__ = ("why", "where")
+
+    def __init__(self, name: str, why: str):
+        from ..errors import user_frame
+        super().__init__(name)
+        object.__setattr__(self, "why", why)
+        frame = user_frame(2)  # the if (named when the use is outside converted code)
+        object.__setattr__(self, "where", None if frame is None else
+                           (frame.f_code.co_filename, frame.f_lineno))
+
+    def _error(self) -> Exception:
+        from ..errors import ConversionError, user_frame
+        frame = user_frame(2)  # the use, else the if
+        where = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else \
+            self.where or ()
+        return ConversionError(self.why, *where)
+
+    def __repr__(self) -> str:
+        return f"<no single value of {self.name} after the if>"
 
 
 UNDEFINED_RETURN = Undefined("return value")
