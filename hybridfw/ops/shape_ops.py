@@ -120,6 +120,13 @@ def size_entries(sizes, own=None):
             entries.append(int(s))
             continue
         source = s.dim_source()
+        if source is not None and own is not None and source[0].name != own.name:
+            # another tensor's dim that is provably one of own's (batch = x.size(0) ...
+            # h.view(batch, -1) with h computed from x batch-wise): read as own's
+            same = [k for k, d in enumerate(own.shape) if d == -1 and
+                    own.same_dim(k, source[0], source[1])]
+            if same:
+                source = (own, same[0])
         if source is not None:
             entries.append(("dim", index_of(source[0]), source[1]))
         elif s.shape or s.dtype.category != 1:  # (1: integer)
@@ -134,7 +141,11 @@ def _reshape_dynamic_infer(a, *refs, shape):
     """The target sizes, the one -1 solved where the sizes allow: every known size, or the
     input's unknown dims each passed on by a ``("dim", 0, k)`` entry (``x.view(x.size(0), -1)``
     on an input of shape (-1, 1, 28, 28) gives (-1, 784))."""
-    sizes = dynamic_sizes("reshape", shape, (a,) + refs, run=False)
+    return tuple(_reshape_sizes(a, refs, shape)), a.dtype, None
+
+
+def _reshape_sizes(a, refs, shape) -> list:
+    sizes = dynamic_sizes("reshape", shape, (a, *refs), run=False)
     literal = [i for i, e in enumerate(shape) if e == -1]
     if len(literal) > 1:
         raise ValueError(f"reshape: only one dimension can be inferred (-1) in {shape}")
@@ -142,7 +153,7 @@ def _reshape_dynamic_infer(a, *refs, shape):
         if -1 not in sizes and -1 not in a.shape and numel(sizes) != numel(a.shape):
             raise ValueError(f"reshape: shape {tuple(sizes)} is invalid for input of shape "
                              f"{tuple(a.shape)} ({numel(a.shape)} elements)")
-        return tuple(sizes), a.dtype, None
+        return sizes
     i = literal[0]
     passed = [e[2] for k, e in enumerate(shape) if k != i and not isinstance(e, int) and
               e[0] == "dim" and e[1] == 0]   # the input's own dims, passed on as they are
@@ -150,7 +161,7 @@ def _reshape_dynamic_infer(a, *refs, shape):
     rest = [s for k, (s, e) in enumerate(zip(sizes, shape)) if k != i and
             (isinstance(e, int) or e[0] != "dim" or e[1] != 0 or a.shape[e[2]] != -1)]
     if -1 in rest or not set(unknown) <= set(passed):
-        return tuple(sizes), a.dtype, None  # (known when the program runs)
+        return sizes  # (known when the program runs)
     cancel = set(k for k in passed if a.shape[k] == -1)
     total = numel(s for k, s in enumerate(a.shape) if k not in cancel)
     known = numel(rest)
@@ -158,7 +169,7 @@ def _reshape_dynamic_infer(a, *refs, shape):
         raise ValueError(f"reshape: shape {tuple(sizes)} is invalid for input of shape "
                          f"{tuple(a.shape)}")
     sizes[i] = total // known
-    return tuple(sizes), a.dtype, None
+    return sizes
 
 
 def static_reshape_shape(a, entries, refs):

@@ -30,6 +30,11 @@ __all__ = ["Variable", "Operator", "Block", "Program", "format_origin"]
 _origin_provider = None
 
 
+SAME_DIM_MAX_OPS = 5000  # Variable.same_dim resolves the whole global block twice
+_SAME_DIM_PRIMES = ((1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061, 1063, 1069),
+                    (2003, 2011, 2017, 2027, 2029, 2039, 2053, 2063, 2069, 2081, 2083, 2087))
+
+
 class Variable(TensorMethods):
     """A value in a static program (the static counterpart of an eager Tensor)."""
 
@@ -104,6 +109,33 @@ class Variable(TensorMethods):
         """``(value, k)`` when this value is dim ``k`` of ``value`` (read by converted code's
         ``x.shape[k]``, see ``hf.ops.shape_ops.size_entries``), else None."""
         return self.block.program.dim_sources.get(self.name)
+
+    def same_dim(self, k: int, other: "Variable", other_k: int) -> bool:
+        """Whether dim ``k`` of this value and dim ``other_k`` of ``other`` (both of the global
+        block) are equal for every size of the program's inputs: the global block's shapes
+        resolved for two assignments of distinct primes to the inputs' unknown dims agree on
+        them both times (a dim computed from them, such as a reshape's -1, agrees once at most).
+        False where that cannot be shown (values inside loops or branches, dims decided by data,
+        programs of more than :data:`SAME_DIM_MAX_OPS` operators)."""
+        from .memory_plan import resolve_shapes
+        program = self.block.program
+        block = program.global_block()
+        if block.vars.get(self.name) is None or block.vars.get(other.name) is None or \
+                len(block.ops) > SAME_DIM_MAX_OPS:
+            return False
+        for primes in _SAME_DIM_PRIMES:
+            it = iter(primes)
+            feeds = {}
+            try:
+                for name in program.feeds:
+                    feeds[name] = tuple(next(it) if s == -1 else s for s in block.vars[name].shape)
+                metas, _ = resolve_shapes(program, feeds)
+            except (StopIteration, ValueError, TypeError, KeyError):
+                return False
+            a, b = metas[self.name].shape[k], metas[other.name].shape[other_k]
+            if a == -1 or a != b:
+                return False
+        return True
 
     def python_number(self) -> "Variable":
         """This 0-d value as converted code's stand-in for a Python number (see :meth:`item`):

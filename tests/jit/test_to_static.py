@@ -911,3 +911,43 @@ def test_branch_values_that_cannot_meet_fail_only_where_used():
         with pytest.raises(ConversionError, match="in the if branch but") as info:
             hf.jit.to_static(fn)(hf.ones(2))
         assert line in str(info.value)
+
+
+class _BatchHead(nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.norm = norm
+        self.fc = nn.Linear(64, 3)
+
+    def forward(self, x):
+        batch = x.size(0)
+        h = nn.functional.max_pool2d(self.conv(x).relu(), 2)
+        return self.fc(self.norm(h.view(batch, -1)))
+
+
+def regroup(x):
+    batch = x.size(0)
+    h = x.reshape(-1, 2)  # (2 * batch, 2): its rows are not x's
+    return h.view(batch, -1)
+
+
+@pytest.mark.parametrize("norm", [nn.LayerNorm(64), nn.BatchNorm1d(64)],
+                         ids=["LayerNorm", "BatchNorm1d"])
+def test_a_batch_size_read_from_the_input_reshapes_a_tensor_computed_from_it(norm):
+    """``batch = x.size(0)`` ... ``h.view(batch, -1)``: h's unknown dim is provably x's, so the
+    reshape knows its other size while building (a LayerNorm / BatchNorm1d over it checks it)
+    and stays a plain reshape; where the dims differ (``regroup``) it reads both at run time."""
+    hf.manual_seed(0)
+    model = _BatchHead(norm)
+    static = hf.jit.to_static(model, input_spec=[hf.jit.InputSpec([None, 1, 8, 8])])
+    for batch in (2, 3):
+        x = hf.randn(batch, 1, 8, 8)
+        np.testing.assert_allclose(static(x).detach().numpy(), model(x).detach().numpy(),
+                                   rtol=1e-5, atol=1e-5)
+    assert "reshape_dynamic" not in str(static.forward.concrete_program)
+    f = hf.jit.to_static(regroup, input_spec=[hf.jit.InputSpec([None, 4])])
+    for batch in (2, 3):
+        x = hf.arange(batch * 4).float().reshape(batch, 4)
+        np.testing.assert_allclose(f(x).numpy(), regroup(x).numpy())
+    assert "reshape_dynamic" in str(f.concrete_program)

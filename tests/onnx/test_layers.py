@@ -197,26 +197,28 @@ def test_attention_with_padding_mask_and_encoder_stack(tmp_path):
 
 
 class _SizesAtRunTime(nn.Module):
-    """Sizes read from the input's symbolic batch dim: ``view(x.size(0), -1)`` on another
-    tensor (a run-time Reshape), ``hf.zeros(x.shape[0], 5)`` (an Expand to a run-time shape),
-    and the own-dim flatten ``h.view(h.size(0), -1)`` (a plain Reshape)."""
+    """Sizes read from symbolic batch dims: ``y.view(x.size(0), -1)`` (y's rows are not x's:
+    a run-time Reshape), ``hf.zeros(x.shape[0], 5)`` (an Expand to a run-time shape), and
+    ``h.view(batch, -1)`` with ``batch = x.size(0)``, h computed from x (a plain Reshape)."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(1, 2, 3, padding=1)
         self.fc = nn.Linear(2 * 4 * 4, 5)
 
-    def forward(self, x):
+    def forward(self, x, y):
+        batch = x.size(0)
         h = nn.functional.max_pool2d(self.conv(x).relu(), 2)
-        flat = h.view(x.size(0), -1)
-        return self.fc(h.view(h.size(0), -1)) + hf.zeros(x.shape[0], 5) + flat.sum()
+        return self.fc(h.view(batch, -1)) + hf.zeros(x.shape[0], 5) + \
+            y.view(x.size(0), -1).sum(1, keepdim=True)
 
 
-def test_sizes_read_at_run_time_export_with_a_symbolic_batch(tmp_path):
+def test_sizes_read_at_run_time_export_with_symbolic_dims(tmp_path):
     hf.manual_seed(0)
     model = _SizesAtRunTime().eval()
     path = tmp_path / "sizes.onnx"
-    hf.onnx.export(model, path, input_spec=[InputSpec([None, 1, 8, 8])])
+    hf.onnx.export(model, path, input_spec=[InputSpec([None, 1, 8, 8]), InputSpec([None, 3])])
     rng = np.random.default_rng(3)
-    for batch in (2, 5):
-        assert_matches_eager(path, model, rng.standard_normal((batch, 1, 8, 8)).astype(np.float32))
+    for batch, rows in ((2, 4), (5, 10)):
+        assert_matches_eager(path, model, rng.standard_normal((batch, 1, 8, 8)).astype(np.float32),
+                             rng.standard_normal((rows, 3)).astype(np.float32))
