@@ -20,7 +20,7 @@ __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatte
            "unsqueeze", "expand", "stack", "split", "chunk", "index_select", "masked_fill",
            "clamp", "where", "matmul", "einsum", "cat", "reshape", "permute", "broadcast_to",
            "sum", "prod", "cumsum", "argmax", "argmin", "gather", "maximum", "minimum", "getitem",
-           "reduce_grad", "pow", "abs", "narrow"]
+           "reduce_grad", "pow", "abs", "narrow", "unflatten"]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -162,7 +162,35 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1):
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     mid = x.shape[s:e + 1]
     size = -1 if -1 in mid else numel(mid)
-    return apply(S.reshape, x, shape=tuple(x.shape[:s]) + (size,) + tuple(x.shape[e + 1:]))
+    return _reshape_keeping(x, _own_dims(x, range(s)) + [size] +
+                            _own_dims(x, range(e + 1, x.ndim)))
+
+
+def unflatten(x, dim: int, sizes):
+    """Dim ``dim`` split into ``sizes`` (one may be -1), as ``torch.unflatten``."""
+    d = normalize_dim("unflatten", dim, x.ndim)
+    sizes = tuple(int(s) for s in sizes)
+    return _reshape_keeping(x, _own_dims(x, range(d)) + list(sizes) +
+                            _own_dims(x, range(d + 1, x.ndim)))
+
+
+def _own_dims(x, dims) -> list:
+    """x's sizes at ``dims``, those known only when a static program runs as ``("dim", 0,
+    k)`` entries (see shape_ops.dynamic_sizes): kept as they are by the reshape."""
+    return [("dim", 0, k) if x.shape[k] == -1 else x.shape[k] for k in dims]
+
+
+def _reshape_keeping(x, entries):
+    """Reshape to ``entries`` (ints, one maybe -1, and x's own dims kept): a plain reshape
+    where its one -1 says it all, else one reading x's dims when the program runs (several
+    unknown dims kept: a transformer over a batch and a length both unknown)."""
+    if all(isinstance(e, int) for e in entries):
+        return apply(S.reshape, x, shape=tuple(entries))
+    entries = tuple(entries)
+    plain = S.static_reshape_shape(x, entries, [])
+    if plain is not None:
+        return apply(S.reshape, x, shape=plain)
+    return apply(S.reshape_dynamic, x, shape=entries)
 
 
 def squeeze(x, dim=None):

@@ -5,7 +5,7 @@ from ..dtypes import result_type
 from .infer import broadcast_shapes
 from .lowering_rules import Unsupported, array_rule
 from .registry import apply, onnx_rules, register
-from .shape_ops import permute, reshape
+from .shape_ops import permute, reshape, reshape_like_input
 
 
 def _matmul_infer(a, b):
@@ -111,7 +111,7 @@ def _rows(t):
 
 def _linear_grad_x(g, out, x, w):
     gx = apply(matmul, _rows(g), w)
-    return gx if x.ndim == 2 else apply(reshape, gx, shape=tuple(x.shape))
+    return gx if x.ndim == 2 else reshape_like_input(gx, x)  # (x's dims maybe run-time only)
 
 
 def _linear_grad_w(g, out, x, w):

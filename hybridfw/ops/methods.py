@@ -308,6 +308,9 @@ class TensorMethods(TensorLike):
     def flatten(self, start_dim=0, end_dim=-1):
         return C.flatten(self, start_dim, end_dim)
 
+    def unflatten(self, dim, sizes):
+        return C.unflatten(self, dim, sizes)
+
     def squeeze(self, dim=None):
         return C.squeeze(self, dim)
 

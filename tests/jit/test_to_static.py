@@ -951,3 +951,30 @@ def test_a_batch_size_read_from_the_input_reshapes_a_tensor_computed_from_it(nor
         x = hf.arange(batch * 4).float().reshape(batch, 4)
         np.testing.assert_allclose(f(x).numpy(), regroup(x).numpy())
     assert "reshape_dynamic" in str(f.concrete_program)
+
+
+def test_attention_trains_with_batch_and_length_unknown():
+    """to_static over a TransformerEncoderLayer with InputSpec([None, None, 8]): one program
+    for every batch and length, outputs and parameter gradients equal to eager's."""
+    hf.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    static = hf.jit.to_static(layer, input_spec=[hf.jit.InputSpec([None, None, 8])])
+    for shape in ((2, 5, 8), (3, 4, 8)):
+        x = hf.randn(*shape)
+        layer.zero_grad()
+        layer(x).pow(2).sum().backward()
+        want = [p.grad.numpy().copy() for p in layer.parameters()]
+        layer.zero_grad()
+        out = static(x)
+        np.testing.assert_allclose(out.detach().numpy(), layer(x).detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+        out.pow(2).sum().backward()
+        for g, w in zip([p.grad.numpy() for p in layer.parameters()], want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    assert static.forward.cache_info().misses == 1
+
+
+def test_unflatten_matches_its_reshape():
+    x = hf.arange(24).float().reshape(2, 12)
+    np.testing.assert_allclose(x.unflatten(1, (3, -1)).numpy(), x.numpy().reshape(2, 3, 4))
+    np.testing.assert_allclose(x.unflatten(-2, (1, 2)).numpy(), x.numpy().reshape(1, 2, 12))

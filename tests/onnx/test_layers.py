@@ -222,3 +222,18 @@ def test_sizes_read_at_run_time_export_with_symbolic_dims(tmp_path):
     for batch, rows in ((2, 4), (5, 10)):
         assert_matches_eager(path, model, rng.standard_normal((batch, 1, 8, 8)).astype(np.float32),
                              rng.standard_normal((rows, 3)).astype(np.float32))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_transformer_layer_with_batch_and_length_unknown(batch_first, tmp_path):
+    """A TransformerEncoderLayer (and its MultiheadAttention) exported with both the batch and
+    the sequence length symbolic runs at other batches and lengths: its head split and merge
+    keep the dims they do not change, whatever a program knows of them."""
+    hf.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
+                                       batch_first=batch_first).eval()
+    path = tmp_path / "encoder.onnx"
+    hf.onnx.export(layer, path, input_spec=[InputSpec([None, None, 8])])
+    rng = np.random.default_rng(2)
+    for a, b in ((2, 5), (3, 7)):
+        assert_matches_eager(path, layer, rng.standard_normal((a, b, 8)).astype(np.float32))

@@ -188,9 +188,11 @@ class MultiheadAttention(Module):
         src_len = k.shape[seq_dim]
         heads, head_dim = self.num_heads, self.head_dim
         to_heads = (1, 2, 0, 3) if seq_first else (0, 2, 1, 3)
-        q = q.reshape(*q.shape[:2], heads, head_dim).permute(to_heads)
-        k = k.reshape(*k.shape[:2], heads, head_dim).permute(to_heads)
-        v = v.reshape(*v.shape[:2], heads, head_dim).permute(to_heads)
+        # (unflatten/flatten keep the other dims as they are: also when a program knows them
+        # only at run time, a batch and a length both unknown)
+        q = q.unflatten(-1, (heads, head_dim)).permute(to_heads)
+        k = k.unflatten(-1, (heads, head_dim)).permute(to_heads)
+        v = v.unflatten(-1, (heads, head_dim)).permute(to_heads)
 
         attn_mask, key_padding_mask = self._masks(attn_mask, key_padding_mask, is_causal,
                                                   batched, n, tgt_len, src_len)
@@ -209,10 +211,8 @@ class MultiheadAttention(Module):
         if self.dropout > 0.0 and self.training:
             weights = F.dropout(weights, self.dropout, True)
         out = weights @ v  # (N, H, L, head_dim)
-        if seq_first:
-            out = out.permute(2, 0, 1, 3).reshape(tgt_len, n, self.embed_dim)
-        else:
-            out = out.permute(0, 2, 1, 3).reshape(n, tgt_len, self.embed_dim)
+        out = out.permute(2, 0, 1, 3) if seq_first else out.permute(0, 2, 1, 3)
+        out = out.flatten(2)  # (L, N, E) or (N, L, E)
         out = self.out_proj(out)
         if not batched:
             out = out.squeeze(0)
@@ -242,7 +242,7 @@ class MultiheadAttention(Module):
                     raise ValueError(f"{_NAME}: the shape of the 3D attn_mask is "
                                      f"{tuple(attn_mask.shape)}, but should be {expected} "
                                      f"(N*num_heads, L, S)")
-                attn_mask = attn_mask.reshape(n, self.num_heads, tgt_len, keys)
+                attn_mask = attn_mask.unflatten(0, (-1, self.num_heads))
             else:
                 raise ValueError(f"{_NAME}: attn_mask must be 2-D or 3-D, got shape "
                                  f"{tuple(attn_mask.shape)}")
@@ -255,7 +255,9 @@ class MultiheadAttention(Module):
                 raise ValueError(f"{_NAME}: expected key_padding_mask of shape {expected} "
                                  f"({'N, S' if batched else 'S'}), got "
                                  f"{tuple(key_padding_mask.shape)}")
-            key_padding_mask = key_padding_mask.reshape(n, 1, 1, keys)
+            if not batched:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+            key_padding_mask = key_padding_mask.unsqueeze(1).unsqueeze(2)  # (N, 1, 1, S)
             if extra:
                 key_padding_mask = _pad_key_dim(key_padding_mask)
         return attn_mask, key_padding_mask
