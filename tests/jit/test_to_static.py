@@ -812,7 +812,8 @@ def add_if_same_shape(x, y):
 
 
 def shape_facts(x):
-    return x.shape == x.shape, x.shape != (3, 4), x.shape == (2, 4) or x.shape[0] == 5
+    return (x.shape == x.shape, x.shape != (3, 4), x.shape == (2, 4) or x.shape[0] == 5,
+            x.shape == [2, 4])  # (a tuple is never equal to a list)
 
 
 def test_shapes_with_run_time_dims_compare_when_the_program_runs():

@@ -316,7 +316,7 @@ class RunTimeShape(tuple):
     __slots__ = ()
 
     def __eq__(self, other):
-        if not isinstance(other, (tuple, list)):
+        if not isinstance(other, tuple):  # (as a tuple: never equal to a list)
             return NotImplemented
         if len(self) != len(other):
             return False
