@@ -568,6 +568,8 @@ class StaticFunction:
         try:
             with program_guard(program), origin_provider():
                 feeds = [data(n, s, d) for n, (s, d, _) in zip(names, shapes)]
+                # (x.requires_grad in the function: as eager, see Variable.requires_grad)
+                program.grad_sources = {n for n, (_, _, rg) in zip(names, shapes) if rg}
                 it = iter(feeds)
                 static_args = _rebuild(list(args), it)
                 static_kwargs = _rebuild(dict(kwargs), it)

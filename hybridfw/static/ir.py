@@ -65,7 +65,16 @@ class Variable(TensorMethods):
 
     @property
     def requires_grad(self) -> bool:
-        return self.dtype.is_floating_point
+        """As eager: whether gradients reach this value from an input or parameter that
+        requires them (``Program.grad_sources``, set by ``hf.jit.to_static``: the tensor
+        arguments that require grad), through operators with a gradient rule built with grad
+        enabled. In a program built by hand (no sources given): every float value."""
+        program = self.block.program
+        if not self.dtype.is_floating_point:
+            return False
+        if program.grad_sources is None:
+            return True
+        return program.reaches_gradient(self.name)
 
     def _to_tensor(self, value):
         return self.block.program.constant(value)
@@ -319,6 +328,35 @@ class Program:
         # values that are a dim of another value known only at run time (converted code's
         # x.shape[k] for an InputSpec's None): name -> (that value, k), for ops taking sizes
         self.dim_sources: dict = {}
+        # names of the inputs gradients start from (see Variable.requires_grad); None: unknown
+        self.grad_sources: set | None = None
+
+    def reaches_gradient(self, name: str) -> bool:
+        """Whether a path of differentiable operators (built with grad enabled) leads from one
+        of ``grad_sources`` (or a parameter that requires grad) to value ``name``."""
+        from ..ops.registry import all_ops
+        registry = all_ops()
+        producer = {}
+        for block in self.blocks:
+            for op in block.ops:
+                for out in op.outputs:
+                    producer.setdefault(out, op)
+        seen, stack = set(), [name]
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in self.grad_sources or getattr(self.params.get(n), "_rg", False):
+                return True
+            op = producer.get(n)
+            if op is None or n in self.no_grad_values:
+                continue
+            opdef = registry.get(op.type)
+            if opdef is not None and not op.blocks and opdef.vjp is None:
+                continue  # (detach, comparisons, ...: no gradient through it)
+            stack.extend(op.input_names())
+        return False
 
     # ---- structure --------------------------------------------------------------------------
     def global_block(self) -> Block:

@@ -979,3 +979,33 @@ def test_unflatten_matches_its_reshape():
     x = hf.arange(24).float().reshape(2, 12)
     np.testing.assert_allclose(x.unflatten(1, (3, -1)).numpy(), x.numpy().reshape(2, 3, 4))
     np.testing.assert_allclose(x.unflatten(-2, (1, 2)).numpy(), x.numpy().reshape(1, 2, 12))
+
+
+def grad_flags(x, w):
+    y = x * 2
+    z = (w * y).sum()
+    return (x.requires_grad, y.requires_grad, z.requires_grad, z.detach().requires_grad,
+            (x > 0).requires_grad)
+
+
+def test_requires_grad_read_in_converted_code_is_eagers():
+    """``t.requires_grad`` inside a converted function says what eager says: whether gradients
+    reach t from an argument (or parameter) that requires them, through differentiable
+    operators built with grad enabled (it said True for every float value)."""
+    f = hf.jit.to_static(grad_flags)
+    cases = [(hf.ones(2), hf.ones(2)), (hf.ones(2, requires_grad=True), hf.ones(2)),
+             (hf.ones(2), hf.ones(2, requires_grad=True))]
+    for x, w in cases:
+        assert f(x, w) == grad_flags(x, w)
+    with hf.no_grad():
+        x, w = hf.ones(2, requires_grad=True), hf.ones(2)
+        assert f(x, w) == grad_flags(x, w) == (True, False, False, False, False)
+    layer = nn.Linear(2, 2)
+
+    def through_layer(x):
+        return layer(x).requires_grad
+
+    g = hf.jit.to_static(through_layer)
+    assert g(hf.ones(2)) is True
+    layer.requires_grad_(False)
+    assert hf.jit.to_static(through_layer)(hf.ones(2)) is False
