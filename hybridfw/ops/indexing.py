@@ -214,13 +214,6 @@ def _getitem_kernel(xp, a, *index, spec):
     return view[idx]  # basic indexing gives a view, advanced a copy
 
 
-def _known_shape(op: str, shape) -> tuple:
-    if -1 in shape:
-        raise ValueError(f"{op}: the gradient needs the input shape, which a static program "
-                         f"knows only as {tuple(shape)}; give that input a static shape")
-    return tuple(shape)
-
-
 def _getitem_grad(g, out, a, *index, spec):
     if -1 not in a.shape:
         return apply(getitem_backward, g, *index, spec=spec, shape=tuple(a.shape))
@@ -362,17 +355,24 @@ def _gather_kernel(xp, a, index, *, dim):
     return a[_gather_index(xp, index, dim % a.ndim)]
 
 
+def _gather_grad(g, out, a, index, *, dim):
+    if -1 not in a.shape:
+        return apply(gather_backward, g, index, dim=dim, shape=tuple(a.shape))
+    # a static program knows a's shape only at run time: the backward reads it from a then
+    return apply(gather_backward, g, index, runtime_value(a), dim=dim, shape=None)
+
+
 gather = register("gather", infer=_gather_infer, kernel=_gather_kernel, save=(1,),
-                  vjp=(lambda g, out, a, index, *, dim:
-                       apply(gather_backward, g, index, dim=dim,
-                             shape=_known_shape("gather", a.shape)), None))
+                  vjp=(_gather_grad, None))
 
 
-def _gather_backward_infer(g, index, *, dim, shape):
-    return tuple(shape), g.dtype, None
+def _gather_backward_infer(g, index, *like, dim, shape):
+    return tuple(like[0].shape if like else shape), g.dtype, None
 
 
-def _gather_backward_kernel(xp, g, index, *, dim, shape):
+def _gather_backward_kernel(xp, g, index, *like, dim, shape):
+    """Zeros of ``shape`` (or of input ``like``'s shape) with ``g`` added at ``index``."""
+    shape = like[0].shape if like else shape
     out = xp.zeros(shape, dtype=g.dtype)
     add_at(xp, out, _gather_index(xp, index, dim % len(shape)), g)
     return out
@@ -380,7 +380,7 @@ def _gather_backward_kernel(xp, g, index, *, dim, shape):
 
 gather_backward = register(
     "gather_backward", infer=_gather_backward_infer, kernel=_gather_backward_kernel, save=(1,),
-    vjp=(lambda g, out, g0, index, *, dim, shape: apply(gather, g, index, dim=dim), None))
+    vjp=(lambda g, out, g0, index, *like, dim, shape: apply(gather, g, index, dim=dim), None))
 
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
            "parse_index", "index_shape", "build_index", "narrow"]

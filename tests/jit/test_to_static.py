@@ -1009,3 +1009,27 @@ def test_requires_grad_read_in_converted_code_is_eagers():
     assert g(hf.ones(2)) is True
     layer.requires_grad_(False)
     assert hf.jit.to_static(through_layer)(hf.ones(2)) is False
+
+
+def gather_rows(x, idx):
+    return x.gather(1, idx) * 2
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_gather_trains_with_a_dim_known_only_at_run_time(backend):
+    """gather's gradient scatters into zeros of its input's shape: with an InputSpec None dim
+    that shape is read when the program runs (it was refused while building)."""
+    spec = [hf.jit.InputSpec([None, 4]), hf.jit.InputSpec([None, 2], "int64")]
+    f = hf.jit.to_static(gather_rows, input_spec=spec, backend=backend)
+    rng = np.random.default_rng(4)
+    for n in (3, 5):
+        idx = hf.tensor(rng.integers(0, 4, (n, 2)))
+        grads = []
+        for fn in (gather_rows, f):
+            x = hf.tensor(rng.standard_normal((n, 4)).astype(np.float32), requires_grad=True)
+            fn(x, idx).sum().backward()
+            grads.append(x.grad.numpy())
+        want = np.zeros((n, 4), np.float32)
+        np.add.at(want, (np.arange(n)[:, None], idx.numpy()), 2.0)
+        np.testing.assert_allclose(grads[0], want)
+        np.testing.assert_allclose(grads[1], want)
