@@ -330,6 +330,10 @@ class Program:
         self.dim_sources: dict = {}
         # names of the inputs gradients start from (see Variable.requires_grad); None: unknown
         self.grad_sources: set | None = None
+        # persistables nothing but this program holds (constants it made from Python data,
+        # values constant folding computed): their values never change, so they may be folded.
+        # A captured tensor (a buffer, a global) is not: its owner may update it in place
+        self.owned: set = set()
 
     def reaches_gradient(self, name: str) -> bool:
         """Whether a path of differentiable operators (built with grad enabled) leads from one
@@ -405,7 +409,9 @@ class Program:
     def constant(self, value) -> Variable:
         """A persistable constant made from Python data or a numpy array."""
         from ..dygraph.tensor import tensor
-        return self.capture(tensor(value, device=self.device), prefix="const")
+        var = self.capture(tensor(value, device=self.device), prefix="const")
+        self.owned.add(var.name)
+        return var
 
     def trainable_params(self) -> list:
         return [n for n, t in self.params.items() if getattr(t, "requires_grad", False)]

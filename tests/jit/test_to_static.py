@@ -1033,3 +1033,41 @@ def test_gather_trains_with_a_dim_known_only_at_run_time(backend):
         np.add.at(want, (np.arange(n)[:, None], idx.numpy()), 2.0)
         np.testing.assert_allclose(grads[0], want)
         np.testing.assert_allclose(grads[1], want)
+
+
+_SCALE = hf.tensor([1.0, 2.0])
+
+
+def _scaled(x):
+    return x * _SCALE.reshape(1, 2) + 1.0
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_buffers_and_globals_updated_between_calls_are_read_anew(backend):
+    """A converted BatchNorm going train -> eval -> train -> eval uses the running statistics
+    of the moment, and a global tensor updated in place is read anew at each call (constant
+    folding once froze both at their first trace)."""
+    hf.manual_seed(0)
+    eager_bn = nn.BatchNorm1d(2)
+    static_bn = hf.jit.to_static(nn.BatchNorm1d(2), backend=backend)
+    x = hf.randn(4, 2) * 3 + 5
+    for mode in ("eval", "train", "eval", "train", "eval"):
+        for m in (eager_bn, static_bn):
+            getattr(m, mode)()
+        np.testing.assert_allclose(static_bn(x).detach().numpy(), eager_bn(x).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6, err_msg=mode)
+    with hf.no_grad():
+        for m in (eager_bn, static_bn):
+            m.running_var.fill_(9.0)
+    np.testing.assert_allclose(static_bn(x).detach().numpy(), eager_bn(x).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    static = hf.jit.to_static(_scaled, backend=backend)
+    ones = hf.ones(1, 2)
+    np.testing.assert_allclose(static(ones).numpy(), [[2.0, 3.0]])
+    with hf.no_grad():
+        _SCALE.mul_(10.0)
+    try:
+        np.testing.assert_allclose(static(ones).numpy(), [[11.0, 21.0]])
+    finally:
+        with hf.no_grad():
+            _SCALE.div_(10.0)

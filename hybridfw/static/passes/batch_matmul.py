@@ -16,6 +16,11 @@ sits where the root ``add`` was (every ``a_k`` and ``b_k`` is computed by then) 
 root's output name, so its readers are unchanged. The result differs from the K products' sum
 by rounding only (BLAS adds in another order).
 
+A sum whose terms, on one side, are the values another product stacks plus at most
+:data:`MAX_EXTRA` more (an LSTM's input weight gets one gradient term more than its recurrent
+weight: the step computing the initial state) reads that stack and adds the extra terms' own
+products, rather than copy every value into a second, slightly longer stack.
+
 A bias's gradient, a sum of column sums ``sum(g_k, dim=0)`` (each maybe kept 2-D and reshaped
 to 1-D, as autodiff writes the reduction of a broadcast), becomes one column sum of the stacked
 ``g_k`` when a weight's batched gradient stacks the same ``g_k`` anyway (a linear layer or an
@@ -45,9 +50,10 @@ from ..ir import Block, Operator, Program
 from .analysis import readers, resolve_fetch
 from .clone import working_copy
 
-__all__ = ["MIN_TERMS", "run"]
+__all__ = ["MAX_EXTRA", "MIN_TERMS", "run"]
 
 MIN_TERMS = 3  # below, the two copies into A and B cost about what the batching saves
+MAX_EXTRA = 2  # terms left out of a stack another product builds: a product and an add each
 
 
 def run(program: Program, fetch=None) -> Program:
@@ -74,7 +80,10 @@ def run(program: Program, fetch=None) -> Program:
     for op, kind, terms, erased in matches:
         if kind == "rows" and tuple(terms) not in product_stacks:
             continue
-        replaced[id(op)] = (_batched if kind == "matmul" else _summed)(block, op, terms, stacks)
+        if kind == "matmul":
+            replaced[id(op)] = _batched(block, op, *_split(terms, product_stacks), stacks)
+        else:
+            replaced[id(op)] = _summed(block, op, terms, stacks)
         doomed.update(id(e) for e in erased)
     if not replaced:
         return program
@@ -221,19 +230,55 @@ def _stacked(block, names, stacks: dict, origin, ops: list) -> str:
     return name
 
 
-def _batched(block, root, terms, stacks) -> list:
-    """``concat``, ``concat`` (unless made before), ``permute``, ``matmul`` computing the sum
-    into ``root``'s output."""
+def _split(terms, product_stacks) -> tuple:
+    """``(batched, extra)``: ``terms`` cut so that ``batched`` stacks, on one side, exactly the
+    values another product stacks anyway (the longest such), leaving at most
+    :data:`MAX_EXTRA` terms as products of their own; ``(terms, [])`` when there is none.
+    An LSTM's input weight gets one gradient term more than its recurrent weight (the step
+    that computes the initial state): rather than copy every gate gradient into a second
+    stack, its sum reads the recurrent weight's stack and adds that one product."""
+    best = (terms, [])
+    for side in (0, 1):
+        names = tuple(pair[side] for pair in terms)
+        for key in product_stacks:
+            n = len(key)
+            if not MIN_TERMS <= n < len(names) or len(names) - n > MAX_EXTRA or \
+                    (best[1] and n <= len(best[0])):
+                continue
+            if names[:n] == key:
+                best = (terms[:n], terms[n:])
+            elif names[-n:] == key:
+                best = (terms[-n:], terms[:-n])
+    return best
+
+
+def _batched(block, root, terms, extra, stacks) -> list:
+    """``concat``, ``concat`` (unless made before), ``permute``, ``matmul`` computing the sum of
+    ``terms`` and then, for each ``extra`` term, a ``permute``, ``matmul`` and ``add``: the
+    whole sum into ``root``'s output."""
     ops: list = []
     origin = root.origin
     stacked_a = _stacked(block, [a for a, _ in terms], stacks, origin, ops)
     stacked_b = _stacked(block, [b for _, b in terms], stacks, origin, ops)
-    a_var = block.var(stacked_a)
+    result = root.outputs[0]
+    out = block.var(result)
+    total = block.create_var(out.shape, out.dtype).name if extra else result
+    ops += _transposed_matmul(block, stacked_a, stacked_b, total, origin)
+    for k, (a, b) in enumerate(extra):
+        product = block.create_var(out.shape, out.dtype).name
+        summed = result if k == len(extra) - 1 else block.create_var(out.shape, out.dtype).name
+        ops += _transposed_matmul(block, a, b, product, origin)
+        ops.append(Operator("add", [total, product], [summed], origin=origin))
+        total = summed
+    return ops
+
+
+def _transposed_matmul(block, a, b, out, origin) -> list:
+    """``permute(a, (1, 0))`` and its ``matmul`` by ``b`` into ``out``."""
+    a_var = block.var(a)
     transposed = block.create_var((a_var.shape[1], a_var.shape[0]), a_var.dtype)
-    return ops + [Operator("permute", [stacked_a], [transposed.name], {"dims": (1, 0)},
-                           origin=origin),
-                  Operator("matmul", [transposed.name, stacked_b], list(root.outputs),
-                           origin=origin)]
+    return [Operator("permute", [a], [transposed.name], {"dims": (1, 0)}, origin=origin),
+            Operator("matmul", [transposed.name, b], [out], origin=origin)]
 
 
 def _summed(block, root, terms, stacks) -> list:

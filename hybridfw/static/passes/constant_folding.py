@@ -1,8 +1,11 @@
 """Constant folding: operators whose inputs are all constants are evaluated once, now.
 
-A *constant* is a Python number, a parameter that does not require grad (captured constants,
-buffers: ``program.params[name]`` with ``requires_grad`` False) that no ``assign_param`` writes,
-or the result of an operator folded before. A pure registry op of the global block (no random
+A *constant* is a Python number, a parameter the program owns (``program.owned``: made by
+``program.constant`` from Python data, so nobody else can change it) that does not require grad
+and that no ``assign_param`` writes, or the result of an operator folded before. A captured
+tensor that does not require grad (a module's buffer, a global tensor) is no constant: its
+owner may update it in place between calls (BatchNorm's running statistics, ``load_state_dict``,
+``w.mul_(10)``), and every call must read its current value. A pure registry op of the global block (no random
 draws, no side effects, not ``to_device``) whose tensor inputs are all constants is run through
 its registry kernel exactly as the executor would run it (same casts to the compute dtype, same
 result dtype), and its output becomes a constant parameter under the same name, so readers and
@@ -53,7 +56,8 @@ def run(program: Program, fetch=None) -> Program:
     xp = program.device.xp
     assigned = assigned_state(program)  # buffers the program writes are no constants
     constants = {name: t._data for name, t in program.params.items()
-                 if not getattr(t, "requires_grad", False) and name not in assigned}
+                 if name in program.owned and not getattr(t, "requires_grad", False)
+                 and name not in assigned}
     folded: dict = {}
     for op in block.ops:
         if op.type in NOT_FOLDED or not is_pure(block, op):
@@ -74,6 +78,7 @@ def run(program: Program, fetch=None) -> Program:
             block.vars[name] = Variable(block, name, tensor.shape, tensor.dtype, persistable=True)
             program.params[name] = tensor
             program._captured[id(tensor)] = name
+            program.owned.add(name)
     return program
 
 

@@ -96,10 +96,11 @@ def test_unrolled_rnn_weight_gradient_through_to_static():
     for eager, compiled in zip(*grads):
         np.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)
     # the backward: one product per step for dh (5), one batched product per weight (2), not
-    # one per step and weight (5 + 6 + 5)
+    # one per step and weight (5 + 6 + 5); w's sum has one term more than u's (step 0), which
+    # reads u's stack of the step gradients and adds that term's own product (1)
     backward = static.get_concrete_program(x, w, u).backward_program
-    assert _count(backward, "matmul") == 7, backward
-    assert _count(backward, "concat") == 4
+    assert _count(backward, "matmul") == 8, backward
+    assert _count(backward, "concat") == 3
 
 
 def test_pass_in_the_pipeline_and_disable():
@@ -207,3 +208,57 @@ def test_unrolled_rnn_with_bias_through_to_static():
     backward = static.get_concrete_program(x, *params).backward_program
     sums = [op for op in backward.global_block().ops if op.type == "sum"]
     assert len(sums) == 1, backward  # not one per step
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_a_sum_with_extra_terms_reads_the_stack_another_product_builds(where):
+    """dw_hh = sum_k h_k^T g_k and dw_ih = the same g_k against x_k, plus one more term (an
+    LSTM's input weight also computes the initial state): dw_ih reads dw_hh's stack of the g_k
+    and adds its extra product, rather than copy every g_k into a second stack."""
+    k = 5
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = [hf.static.data(f"x{i}", [4, 3], "float64") for i in range(k + 1)]
+        h = [hf.static.data(f"h{i}", [4, 6], "float64") for i in range(k)]
+        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(k + 1)]
+        dw_hh = h[0].T @ g[0]
+        for i in range(1, k):
+            dw_hh = dw_hh + h[i].T @ g[i]
+        terms = [x[i].T @ g[i] for i in range(k + 1)]
+        if where == "before":  # the extra term first
+            terms = terms[-1:] + terms[:-1]
+        dw_ih = terms[0]
+        for term in terms[1:]:
+            dw_ih = dw_ih + term
+    feed = {**{f"x{i}": RNG.standard_normal((4, 3)) for i in range(k + 1)},
+            **{f"h{i}": RNG.standard_normal((4, 6)) for i in range(k)},
+            **{f"g{i}": RNG.standard_normal((4, 5)) for i in range(k + 1)}}
+    out = batch_matmul.run(prog, fetch=[dw_hh, dw_ih])
+    concats = [op for op in out.global_block().ops if op.type == "concat"]
+    assert len(concats) == 3, out  # the g_k, the h_k, the x_k: the g_k once
+    assert sum(len(op.inputs) == k for op in concats) == 3
+    assert _count(out, "matmul") == 3 and _count(out, "add") == 1
+    got_hh, got_ih = _run(out, [dw_hh.name, dw_ih.name], feed)
+    np.testing.assert_allclose(got_hh, sum(feed[f"h{i}"].T @ feed[f"g{i}"] for i in range(k)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got_ih, sum(feed[f"x{i}"].T @ feed[f"g{i}"]
+                                           for i in range(k + 1)), rtol=1e-12)
+
+
+def test_too_many_extra_terms_get_a_stack_of_their_own():
+    """More than MAX_EXTRA terms beyond the shared stack: a second stack is cheaper than that
+    many separate products."""
+    k, more = 4, batch_matmul.MAX_EXTRA + 1
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = [hf.static.data(f"x{i}", [4, 3], "float64") for i in range(k + more)]
+        h = [hf.static.data(f"h{i}", [4, 6], "float64") for i in range(k)]
+        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(k + more)]
+        dw_hh = h[0].T @ g[0]
+        for i in range(1, k):
+            dw_hh = dw_hh + h[i].T @ g[i]
+        dw_ih = x[0].T @ g[0]
+        for i in range(1, k + more):
+            dw_ih = dw_ih + x[i].T @ g[i]
+    out = batch_matmul.run(prog, fetch=[dw_hh, dw_ih])
+    assert _count(out, "concat") == 4 and _count(out, "matmul") == 2 and _count(out, "add") == 0

@@ -83,8 +83,8 @@ def test_a_broken_input_program_is_reported_before_any_pass():
 
 
 def test_operators_without_outputs_pass_through(golden):
-    c = hf.tensor([1.0, 2.0])
     prog = hf.static.Program()
+    c = prog.constant(np.array([1.0, 2.0], np.float32))  # a constant only the program holds
     with hf.static.program_guard(prog):
         x = hf.static.data("x", [2])
         hf.static.nn.cond(x.sum() > 0, lambda: None, lambda: None)
