@@ -440,9 +440,9 @@ class TranslatedLayer(Module):
             if not isinstance(value, Tensor):
                 raise TypeError(f"TranslatedLayer: input {spec.name!r} must be an hf.Tensor, "
                                 f"got {type(value).__name__}")
-            if value.dtype is not spec.dtype:
-                raise TypeError(f"TranslatedLayer: input {spec.name!r} expects dtype "
-                                f"{spec.dtype.name}, got {value.dtype.name}")
+            if value.dtype is not spec.dtype:  # (an InputSpec violation: a ValueError, as API.md says)
+                raise ValueError(f"TranslatedLayer: input {spec.name!r} expects dtype "
+                                 f"{spec.dtype.name}, got {value.dtype.name}")
             if not spec.matches(value.shape):
                 raise ValueError(f"TranslatedLayer: input {spec.name!r} expects shape "
                                  f"{_format_shape(spec.shape)}, got {tuple(value.shape)}")

@@ -15,6 +15,7 @@ one eager autograd node). Otherwise the optimized forward program is all there i
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import types
 import warnings
@@ -72,6 +73,34 @@ def _flatten(value, leaves: list):
         return ("obj", type(value).__qualname__, value)
     except TypeError:
         return ("id", type(value).__qualname__, id(value))
+
+
+def _argument_of(function, i, args, kwargs, bound: bool) -> str:
+    """How the user calls the ``i``-th tensor of a call's arguments: the parameter's name
+    from ``function``'s signature (``'images'``), with the index or key inside a container
+    (``'pair[1]'``); ``'input i'`` where the signature is unknown."""
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if bound and names:
+        names = names[1:]  # self
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, Tensor):
+            found.append(path)
+        elif isinstance(value, (list, tuple)):
+            for k, v in enumerate(value):
+                walk(v, f"{path}[{k}]")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{path}[{k!r}]")
+    for k, value in enumerate(args):
+        walk(value, repr(names[k]) if k < len(names) else f"#{k}")
+    for key, value in kwargs.items():
+        walk(value, repr(key))
+    return found[i] if i < len(found) else f"input {i}"
 
 
 def _rebuild(value, it):
@@ -448,12 +477,8 @@ class StaticFunction:
             shape = t.shape
             if specs is not None and i < len(specs) and isinstance(specs[i], InputSpec):
                 spec = specs[i]
-                if not spec.matches(shape):
-                    raise ValueError(f"to_static({self.__qualname__}): input {i} has shape "
-                                     f"{tuple(shape)}, which does not match {spec}")
-                if spec.dtype is not t.dtype:
-                    raise TypeError(f"to_static({self.__qualname__}): input {i} has dtype "
-                                    f"{t.dtype}, but its InputSpec says {spec.dtype}")
+                if not spec.matches(shape) or spec.dtype is not t.dtype:
+                    raise self._spec_error(i, t, spec, args, kwargs)
                 shape = spec.shape
             shapes.append((tuple(shape), t.dtype, t._rg))
         grad = GradMode.enabled
@@ -461,6 +486,16 @@ class StaticFunction:
         if self.instance is not None and hasattr(self.instance, "modules"):
             mode = tuple(m.training for m in self.instance.modules())
         return (structure, tuple(shapes), grad, mode), leaves
+
+    def _spec_error(self, i, t, spec, args, kwargs) -> ValueError:
+        """The error for tensor input ``i`` violating its InputSpec: it names the argument
+        (as the function's signature calls it), the expected and the actual shape and dtype."""
+        where = _argument_of(self.dygraph_function, i, args, kwargs, self.instance is not None)
+        wanted = tuple(None if d == -1 else d for d in spec.shape)
+        return ValueError(
+            f"to_static({self.__qualname__}): argument {where} has shape {tuple(t.shape)} and "
+            f"dtype {t.dtype.name}, but its InputSpec{f' {spec.name!r}' if spec.name else ''} "
+            f"expects shape {wanted} (None: any size) and dtype {spec.dtype.name}")
 
     def _fast_key(self, args):
         """The last call's signature, when every argument is a tensor and no keyword is given:

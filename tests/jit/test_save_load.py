@@ -317,7 +317,7 @@ def test_loaded_layer_checks_its_inputs(tmp_path):
         layer(hf.zeros(2, 1, 7, 7))
     with pytest.raises(ValueError, match=r"'image' expects shape .* got \(1, 8, 8\)"):
         layer(hf.zeros(1, 8, 8))
-    with pytest.raises(TypeError, match="'image' expects dtype float32, got float64"):
+    with pytest.raises(ValueError, match="'image' expects dtype float32, got float64"):
         layer(hf.zeros(2, 1, 8, 8, dtype="float64"))
     with pytest.raises(TypeError, match="'image' must be an hf.Tensor, got ndarray"):
         layer(np.zeros((2, 1, 8, 8), np.float32))

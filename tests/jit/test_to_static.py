@@ -52,10 +52,29 @@ def test_input_spec_keeps_dim_dynamic():
         x = hf.arange(n).astype("float32") - 1.0
         np.testing.assert_allclose(f(x)[0].numpy(), branchy(x)[0].numpy(), rtol=1e-6)
     assert f.cache_info().misses == 1
-    with pytest.raises(ValueError, match="InputSpec"):
+    # an InputSpec violation is a ValueError naming the argument, the expected and the actual
+    # shape and dtype (API.md), dtype included
+    with pytest.raises(ValueError, match=r"argument 'x' has shape \(2, 2\) and dtype float32, "
+                                         r"but its InputSpec expects shape \(None,\)"):
         f(hf.ones(2, 2))
-    with pytest.raises(TypeError, match="dtype"):
+    with pytest.raises(ValueError, match=r"argument 'x' has shape \(2,\) and dtype float64, .*"
+                                         r"and dtype float32"):
         f(hf.ones(2, dtype=hf.float64))
+
+
+def test_input_spec_errors_name_nested_and_keyword_arguments():
+    def pair_sum(pair, *, scale):
+        return (pair[0] + pair[1]) * scale
+
+    f = hf.jit.to_static(pair_sum, input_spec=[hf.jit.InputSpec([2]), hf.jit.InputSpec([2]),
+                                                hf.jit.InputSpec([1], name="scale")])
+    good = [hf.ones(2), hf.ones(2)]
+    np.testing.assert_allclose(f(good, scale=hf.ones(1) * 3).numpy(), [6.0, 6.0])
+    with pytest.raises(ValueError, match=r"argument 'pair'\[1\] has shape \(3,\)"):
+        f([hf.ones(2), hf.ones(3)], scale=hf.ones(1))
+    with pytest.raises(ValueError, match=r"argument 'scale' has shape \(1,\) and dtype "
+                                         r"float64, but its InputSpec 'scale' expects"):
+        f(good, scale=hf.ones(1, dtype="float64"))
 
 
 def test_warns_past_eight_programs():
@@ -1071,3 +1090,42 @@ def test_buffers_and_globals_updated_between_calls_are_read_anew(backend):
     finally:
         with hf.no_grad():
             _SCALE.div_(10.0)
+
+
+def test_a_converted_module_exposes_its_programs():
+    """hf.jit.to_static(module) is the converted callable: module.concrete_program and
+    module.get_program(...) are its forward's (API.md), and a plain module has neither."""
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    assert not hasattr(model, "concrete_program")
+    static = hf.jit.to_static(model)
+    assert static.concrete_program is None
+    x = hf.ones(4, 3)
+    program = static.get_program(x)
+    assert isinstance(program, hf.static.Program) and "linear" in str(program)
+    static(x)
+    assert static.concrete_program is program is static.forward.concrete_program
+    assert "digraph" in static.concrete_program.to_dot()
+    assert static.cache_info().misses == 1 and "forward" in static.code
+
+
+def _counting_print(x):
+    i = 0
+    while x.sum() > i:
+        print("i =", i, not (x.sum() > i + 1))
+        i += 1
+    print("total", x.sum().item(), f"{i}")
+    return not (x.sum() > 0), i
+
+
+def test_print_and_not_show_python_values_as_eager_does(capsys):
+    """A Python number carried by a tensor loop prints as the number inside the body, x.item()
+    prints as a float, and `not tensor` is a Python bool, printed and returned, as in eager."""
+    x = hf.tensor([1.0, 1.0])
+    eager = _counting_print(x)
+    expected = capsys.readouterr().out
+    assert expected == "i = 0 False\ni = 1 True\ntotal 2.0 2\n"
+    static = hf.jit.to_static(_counting_print)
+    for _ in range(2):
+        got = static(x)
+        assert capsys.readouterr().out == expected
+        assert got == eager and type(got[0]) is bool and type(got[1]) is int

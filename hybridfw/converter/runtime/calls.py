@@ -245,15 +245,19 @@ def convert_print(*args, **kwargs):
             slots.append((i, None))
             inputs.append(a)
 
+    # a value standing for a Python number (a loop counter, x.item()) prints as the number
+    numbers = [v.name in v.block.program.python_scalars for v in inputs]
+
     def run(*arrays):
         full = list(args)
         fields = {i: list(a.values) for i, a in enumerate(args)
                   if isinstance(a, DeferredString)}
-        for (i, k), arr in zip(slots, arrays):
+        for (i, k), arr, number in zip(slots, arrays, numbers):
+            value = arr.item() if number else wrap_array(arr)
             if k is None:
-                full[i] = wrap_array(arr)
+                full[i] = value
             else:
-                fields[i][k] = wrap_array(arr)
+                fields[i][k] = value
         for i, values in fields.items():
             full[i] = args[i].template.format(*values)
         print(*full, **kwargs)

@@ -383,20 +383,28 @@ def _static_loop(cond_fn, body_fn, values, names):
                               f"numbers and lists of tensors", ConversionError)
         return leaves
 
+    numbers = [n for carry in carries for n in (carry.numbers if carry.kind == "tree" else
+                                                (False,) * carry.count)]
+
+    def numbers_inside(leaves):
+        """A number carried by the loop is one inside its body too (print shows it as one)."""
+        for leaf, number in zip(leaves, numbers):
+            if number and is_static(leaf):
+                program.python_scalars.add(leaf.name)
+        return leaves
+
     # (fresh Variable objects: an in-place op would rebind the loop's own block arguments)
     def loop_cond(*leaves):
-        flag = cond_fn(*_fresh_variables(unpack(leaves)))
+        flag = cond_fn(*_fresh_variables(unpack(numbers_inside(leaves))))
         return to_predicate(flag, "loop condition") if is_static(flag) else bool(flag)
 
     def loop_body(*leaves):
-        return pack(body_fn(*_fresh_variables(unpack(leaves))))
+        return pack(body_fn(*_fresh_variables(unpack(numbers_inside(leaves)))))
 
     if not init:
         raise located("loop on a tensor condition carries no tensor: its condition can never "
                       "change", ConversionError)
     finals = while_loop(loop_cond, loop_body, init)
-    numbers = [n for carry in carries for n in (carry.numbers if carry.kind == "tree" else
-                                                (False,) * carry.count)]
     for final, number in zip(finals, numbers):
         if number:  # a Python number in eager code: returned as one (see Variable.item)
             program.python_scalars.add(final.name)

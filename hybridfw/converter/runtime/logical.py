@@ -59,8 +59,10 @@ def convert_logical_or(lhs, rhs):
 
 
 def convert_logical_not(value):
-    if is_static(value):
-        return apply(E.eq, to_predicate(value, "operand of 'not'"), False)
+    if is_static(value):  # a Python bool in eager code, whatever the operand
+        out = apply(E.eq, to_predicate(value, "operand of 'not'"), False)
+        out.block.program.python_scalars.add(out.name)
+        return out
     return not value
 
 

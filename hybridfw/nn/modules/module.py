@@ -54,6 +54,11 @@ class _RemovableHandle:
         self._hooks.pop(self.id, None)
 
 
+# what hf.jit.to_static(module) exposes of its converted forward (a StaticFunction)
+_CONVERTED_ATTRIBUTES = frozenset({"concrete_program", "get_program", "get_concrete_program",
+                                   "code", "cache_info", "signatures", "compile_report",
+                                   "finish_tiering"})
+
 class Module:
     """Base class for layers and models: subclass it, build layers in ``__init__``, compute in
     ``forward``; call the module (not ``forward``) to run it.
@@ -225,6 +230,10 @@ class Module:
             values = d.get(store)
             if values is not None and name in values:
                 return values[name]
+        if name in _CONVERTED_ATTRIBUTES and name in type(d.get("forward")).__dict__:
+            # hf.jit.to_static(module): the module is the converted callable, and exposes its
+            # converted forward's programs (module.concrete_program, module.get_program(x))
+            return getattr(d["forward"], name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
@@ -305,8 +314,10 @@ class Module:
             sub = prefix + "." + name if prefix else name
             yield from module.named_modules(memo, sub, remove_duplicate)
 
-    def modules(self) -> Iterator[Module]:
-        for _, m in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        """This module and all below it, depth first (a shared module once, unless
+        ``remove_duplicate=False``)."""
+        for _, m in self.named_modules(remove_duplicate=remove_duplicate):
             yield m
 
     def get_submodule(self, target: str) -> Module:
@@ -321,11 +332,21 @@ class Module:
         return module
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` (``'block.fc.weight'``)."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
         if name not in module._parameters or module._parameters[name] is None:
             raise AttributeError(f"{type(module).__name__} has no parameter {name!r}")
         return module._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target`` (``'block.bn.running_mean'``)."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._buffers or module._buffers[name] is None:
+            raise AttributeError(f"{type(module).__name__} has no buffer {name!r} (looking up "
+                                 f"{target!r})")
+        return module._buffers[name]
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call ``fn`` on every submodule (children first) and on this module; returns self.
@@ -393,7 +414,13 @@ class Module:
                                   keep_vars=keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+    def _optional_state_keys(self) -> tuple:
+        """Names of this module's state that a state dict may omit: loading one without them
+        keeps the current values (BatchNorm's ``num_batches_tracked``, as in PyTorch)."""
+        return ()
+
+    def load_state_dict(self, state_dict, strict: bool = True,
+                        assign: bool = False) -> IncompatibleKeys:
         """Copy ``state_dict``'s values into this module's parameters and buffers, in place.
 
         Values may be hybridfw tensors, numpy arrays or anything with ``__array__`` (so a
@@ -401,12 +428,22 @@ class Module:
         they are cast to each parameter's dtype and moved to its device. Mismatched shapes
         always raise; missing and unexpected keys raise when ``strict``, and are returned as
         ``(missing_keys, unexpected_keys)`` otherwise.
+
+        ``assign=True`` (PyTorch's option) puts the given tensors themselves in the module
+        instead of copying: parameters become Parameters sharing the given tensors' storage,
+        dtype and device (keeping each old parameter's ``requires_grad``), and buffers are the
+        given tensors. Optimizers built before then still hold the old parameters.
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"load_state_dict: expected a dict-like of name -> tensor, got "
                             f"{type(state_dict).__name__}")
+        if not isinstance(assign, bool):
+            raise TypeError(f"load_state_dict: assign must be True or False, got {assign!r}")
         own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
+        optional = {f"{prefix}.{name}" if prefix else name
+                    for prefix, module in self.named_modules(remove_duplicate=False)
+                    for name in module._optional_state_keys()}
+        missing = [k for k in own if k not in state_dict and k not in optional]
         unexpected = [k for k in state_dict if k not in own]
         mismatched, values = [], {}
         for key, target in own.items():
@@ -430,6 +467,9 @@ class Module:
         if errors:
             raise StateDictError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                  + "\n\t".join(errors))
+        if assign:
+            self._assign_state(values)
+            return IncompatibleKeys(missing, unexpected)
         with no_grad():
             for key, value in values.items():
                 target = own[key]
@@ -437,6 +477,24 @@ class Module:
                     value = value.to(target.device)
                 target.copy_(value)
         return IncompatibleKeys(missing, unexpected)
+
+    def _assign_state(self, values: dict) -> None:
+        """``load_state_dict(assign=True)``: make ``values`` (checked keys and shapes) the
+        module's parameters and buffers."""
+        for prefix, module in self.named_modules(remove_duplicate=False):
+            head = prefix + "." if prefix else ""
+            for name, param in list(module._parameters.items()):
+                value = values.get(head + name)
+                if param is not None and value is not None:
+                    module._parameters[name] = value if isinstance(value, Parameter) else \
+                        Parameter(value, requires_grad=param.requires_grad)
+                    if isinstance(value, Parameter):
+                        value.requires_grad_(param.requires_grad)
+            for name, buffer in list(module._buffers.items()):
+                value = values.get(head + name)
+                if buffer is not None and value is not None and \
+                        name not in module._non_persistent_buffers_set:
+                    module._buffers[name] = value
 
     # ---- devices and dtypes ---------------------------------------------------------------
     def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
