@@ -13,6 +13,8 @@ one dict:
   ``fetch``, the names of the variables the call fetches; ``outputs``, how the result is
   rebuilt from the fetched values, as JSON: ``{"leaf": k}`` (fetched value ``k``),
   ``{"scalar": k}`` (fetched value ``k`` as a Python number: ``x.item()`` in the function),
+  ``{"maybe": [node, f]}`` (``node``, a leaf or scalar, where fetched bool ``f`` is true, else
+  None: a function returning on some paths of an if only),
   ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": [[key, node], ...]}`` (str or int keys),
   ``{"const": value}`` (None, bool, int, float or str) and ``{"array": [start, count], "item":
   item}`` (a list grown in a loop the program decides: fetched values ``start`` to
@@ -197,6 +199,8 @@ def _encode_structure(node, where: str):
     kind = node[0]
     if kind in ("leaf", "scalar"):
         return {kind: node[1]}
+    if kind == "maybe":
+        return {"maybe": [_encode_structure(node[1], where), node[2]]}
     if kind == "seq":
         seq_type, children = node[1], node[2]
         if seq_type not in (list, tuple):
@@ -339,6 +343,11 @@ class _Reader:
             ((tag, body),) = node.items()
             if tag in ("leaf", "scalar") and _index(body) and body < count:
                 return (tag, body)
+            if tag == "maybe" and isinstance(body, list) and len(body) == 2 and \
+                    _index(body[1]) and body[1] < count:
+                value = self.structure(body[0], count, where)
+                if value[0] in ("leaf", "scalar"):
+                    return ("maybe", value, body[1])
             if tag in ("tuple", "list") and isinstance(body, list):
                 return ("seq", tuple if tag == "tuple" else list,
                         tuple(self.structure(c, count, f"{where}[{i}]")
@@ -469,6 +478,8 @@ def _build(structure, values):
         return structure[1](_build(c, values) for c in structure[2])
     if kind == "dict":
         return {k: _build(c, values) for k, c in structure[1]}
+    if kind == "maybe":  # returned on some paths only: None where the flag says it was not
+        return _build(structure[1], values) if bool(values[structure[2]]) else None
     if kind == "array":
         _, start, count, item = structure
         buffers = values[start:start + count]

@@ -28,10 +28,12 @@ from ..converter.errors import ConversionError
 from ..converter.runtime.calls import _converted
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
+from ..converter.transformers.base import is_generated
 from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
+from ..static.builder import require_defined
 from ..static.codegen import FunctionSource
 from ..static.executor import check_backend, gc_paused
 from ..static.ir import Variable, format_origin
@@ -127,6 +129,14 @@ class _Outputs:
             if program.global_block().find_var(value.name) is None:
                 from ..static.builder import _escaped
                 raise ConversionError(_escaped("return", value.name))
+            guard = program.maybe_undefined.get(value.name)
+            if guard is not None:  # assigned on one path of an if only
+                if not is_generated(guard[1]):  # return y: eager raises UnboundLocalError
+                    require_defined(program, value.name)
+                else:  # the function returned on one path only: None on the other, as eager
+                    self.fetch += [value.name, guard[0]]
+                    kind = "scalar" if value.name in program.python_scalars else "leaf"
+                    return ("maybe", (kind, len(self.fetch) - 2), len(self.fetch) - 1)
             self.fetch.append(value.name)
             # x.item(), float(x), ...: a Python number, as the eager function returns
             return ("scalar" if value.name in program.python_scalars else "leaf",
@@ -166,6 +176,8 @@ def _build_result(s, tensors):
         return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
     if kind == "dict":
         return {k: _build_result(c, tensors) for k, c in s[1]}
+    if kind == "maybe":  # (a value returned on some paths only: None on the others)
+        return _build_result(s[1], tensors) if bool(tensors[s[2]]) else None
     return s[1]
 
 

@@ -64,9 +64,13 @@ class StaticInterpreter:
     def apply(self, op, args, attrs):
         operands = tuple(self._operand(a) for a in args)
         block = self.program.current_block()
+        guarded = self.program.maybe_undefined
         for o in operands:
-            if o.__class__ is Variable and block.find_var(o.name) is None:
-                raise ValueError(_escaped(op.name, o.name))
+            if o.__class__ is Variable:
+                if block.find_var(o.name) is None:
+                    raise ValueError(_escaped(op.name, o.name))
+                if guarded and o.name in guarded:
+                    require_defined(self.program, o.name)
         shape, dtype, _ = op.infer(*operands, **attrs)
         out = block.create_var(shape, dtype)
         block.append_op(Operator(op.name, [o.name if isinstance(o, Variable) else o
@@ -201,3 +205,24 @@ def data(name: str, shape, dtype="float32") -> Variable:
     var = block.create_var(shape, as_dtype(dtype), name)
     program.feeds.append(name)
     return var
+
+
+def require_defined(program, name: str) -> None:
+    """Append, to the current block, a check that value ``name`` (one of
+    ``program.maybe_undefined``) was assigned on the path this run took: the use of a variable
+    an ``if`` on a tensor condition assigns in one branch only raises, as eager Python does,
+    ``UnboundLocalError`` when the other branch ran (rather than reading the zeros standing in
+    for it there)."""
+    from .py_func import py_func
+    flag, variable, where = program.maybe_undefined[name]
+    at = f" at {where[0]}, line {where[1]}" if where else ""
+
+    def run(assigned):
+        if not bool(assigned):
+            raise UnboundLocalError(
+                f"cannot access local variable {variable!r} where it is not associated with a "
+                f"value: the if on a tensor condition{at} assigns it only in the branch this "
+                "run did not take")
+        return ()
+    run.__qualname__ = f"defined({variable})"
+    py_func(run, [program.current_block().var(flag)], [], has_side_effects=True)

@@ -334,6 +334,11 @@ class Program:
         # values constant folding computed): their values never change, so they may be folded.
         # A captured tensor (a buffer, a global) is not: its owner may update it in place
         self.owned: set = set()
+        # values an if on a tensor condition assigns on one path only (zeros stand in on the
+        # other): name -> (name of the bool telling whether it was assigned, the variable's
+        # name, (file, line) of the if). A use checks the flag when the program runs
+        # (static.builder.require_defined); a function's return value becomes None
+        self.maybe_undefined: dict = {}
 
     def reaches_gradient(self, name: str) -> bool:
         """Whether a path of differentiable operators (built with grad enabled) leads from one

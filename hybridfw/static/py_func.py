@@ -104,6 +104,10 @@ def py_func(fn: Callable, inputs, out_specs, *, has_side_effects: bool = False) 
             raise TypeError(f"{where}: inputs[{i}] must be a tensor or Variable, got "
                             f"{type(value).__name__}")
         operands.append(to_variable(program, value).name)
+    for operand in operands:  # (print(y) of a y one branch of an if left unassigned)
+        if operand in program.maybe_undefined:
+            from .builder import require_defined
+            require_defined(program, operand)
     block = program.current_block()
     outs = [block.create_var(shape, dtype) for shape, dtype in specs]
     block.append_op(Operator("py_func", operands, [o.name for o in outs],

@@ -447,3 +447,18 @@ def test_sizes_read_from_a_dynamic_dim_are_exported_for_every_batch(tmp_path):
             want, _ = model(x)
         assert type(size) is int and size == batch
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _maybe_returns(x):
+    if x.sum() > 0:
+        return x * 2.0
+
+
+def test_a_function_returning_on_one_path_exports_its_none(tmp_path):
+    """The exported program keeps "None where no return ran": the loaded layer returns None
+    on that path and the value on the other, as the eager function does."""
+    path = str(tmp_path / "maybe")
+    hf.jit.save(_maybe_returns, path, input_spec=[hf.jit.InputSpec([2], name="x")])
+    layer = hf.jit.load(path)
+    np.testing.assert_allclose(layer(hf.tensor([1.0, 2.0])).numpy(), [2.0, 4.0])
+    assert layer(hf.tensor([-1.0, -2.0])) is None is _maybe_returns(hf.tensor([-1.0, -2.0]))

@@ -1129,3 +1129,64 @@ def test_print_and_not_show_python_values_as_eager_does(capsys):
         got = static(x)
         assert capsys.readouterr().out == expected
         assert got == eager and type(got[0]) is bool and type(got[1]) is int
+
+
+def _one_sided(x):
+    if x.sum() > 0:
+        y = x + 1
+    return y
+
+
+def _one_sided_used_where_assigned(x):
+    if x.sum() > 0:
+        y = x * 2
+    z = x - 1
+    if x.sum() > 0:
+        z = z + y
+    return z
+
+
+def _nested_one_sided(x):
+    if x.sum() > 0:
+        if x.max() > 2:
+            y = x * 3
+        else:
+            y = x * 4
+    else:
+        if x.min() < -2:
+            y = x * 5
+    return y * 1.0
+
+
+def _returns_on_one_path(x):
+    if x.sum() > 0:
+        return x + 1
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_a_variable_one_branch_leaves_unassigned_fails_only_where_eager_fails(backend):
+    """A variable an if on a tensor condition assigns in one branch only: reading it after the
+    other branch ran raises UnboundLocalError naming the if, as eager Python does (zeros were
+    read silently); reading it only where it was assigned works on every path; a function
+    returning on one path only returns None on the other."""
+    f = hf.jit.to_static(_one_sided, backend=backend)
+    np.testing.assert_allclose(f(hf.tensor([1.0, 2.0])).numpy(), [2.0, 3.0])
+    with pytest.raises(UnboundLocalError, match=r"'y'.*test_to_static.py, line \d+"):
+        f(hf.tensor([-1.0, -2.0]))
+    with pytest.raises(UnboundLocalError):
+        _one_sided(hf.tensor([-1.0, -2.0]))
+    g = hf.jit.to_static(_one_sided_used_where_assigned, backend=backend)
+    nested = hf.jit.to_static(_nested_one_sided, backend=backend)
+    for values in ([1.0, 2.0], [-1.0, -2.0], [3.0, 1.0], [-1.0, -3.0], [-1.0, 0.5]):
+        x = hf.tensor(values)
+        np.testing.assert_allclose(g(x).numpy(), _one_sided_used_where_assigned(x).numpy())
+        try:
+            want = _nested_one_sided(x).numpy()
+        except UnboundLocalError:
+            with pytest.raises(UnboundLocalError, match="'y'"):
+                nested(x)
+        else:
+            np.testing.assert_allclose(nested(x).numpy(), want)
+    r = hf.jit.to_static(_returns_on_one_path, backend=backend)
+    assert r(hf.tensor([-1.0])) is None and _returns_on_one_path(hf.tensor([-1.0])) is None
+    np.testing.assert_allclose(r(hf.tensor([1.0])).numpy(), [2.0])

@@ -22,7 +22,7 @@ from ...static.control_flow import (
     while_loop,
 )
 from ...static.ir import Operator, Variable
-from ..errors import ConversionError, located
+from ..errors import ConversionError, located, user_frame
 from .tensor_array import TensorArray, is_tensor_array
 from .undefined import Unmerged, is_undefined
 
@@ -213,6 +213,7 @@ class _Merge:
             a, b = self._arrays(a, b, name)
         if is_undefined(a) and is_undefined(b):
             return a
+        assigned = (self._assigned(a, self.blocks[0]), self._assigned(b, self.blocks[1]))
         if is_undefined(a) and not is_undefined(b):
             a = _zeros_for(self.program, b)
         elif is_undefined(b) and not is_undefined(a):
@@ -220,7 +221,16 @@ class _Merge:
         if _tensorish(a) and _tensorish(b) and not (isinstance(a, _NUMBERS) and
                                                     isinstance(b, _NUMBERS) and a == b
                                                     and type(a) is type(b)):
-            return self._leaf(a, b, name)
+            out = self._leaf(a, b, name)
+            if assigned[0] is not True or assigned[1] is not True:  # (flags: Variables)
+                # assigned on one path only: zeros stand in on the other, and a flag says which
+                # ran (a use checks it, see static.builder.require_defined)
+                flag = self._leaf(*assigned, f"{name} (assigned)")
+                frame = user_frame(1)
+                self.program.maybe_undefined[out.name] = (
+                    flag.name, name,
+                    None if frame is None else (frame.f_code.co_filename, frame.f_lineno))
+            return out
         if is_tensor_array(a) and is_tensor_array(b) and a.structure == b.structure:
             return TensorArray([self._leaf(x, y, name) for x, y in zip(a.buffers, b.buffers)],
                                a.structure)
@@ -235,6 +245,17 @@ class _Merge:
         return Unmerged(name, f"if on a tensor condition: variable {name!r} is {_describe(a)} "
                               f"in the if branch but {_describe(b)} in the else branch; a "
                               "static cond needs tensors (or numbers) of the same dtype in both")
+
+    def _assigned(self, value, block):
+        """Whether the branch ``block`` assigned ``value``: True, False (undefined there) or
+        the flag of a value an earlier if (maybe inside the branch) assigned on one path."""
+        if is_undefined(value):
+            return False
+        if value.__class__ is Variable:
+            guard = self.program.maybe_undefined.get(value.name)
+            if guard is not None:
+                return block.var(guard[0])
+        return True
 
     def _arrays(self, a, b, name):
         """Two versions of a list the branches changed, as tensor arrays (built in their
