@@ -34,8 +34,8 @@ from ..dygraph.tensor import Tensor, wrap_array
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
 from ..static.builder import require_defined
-from ..static.codegen import FunctionSource
-from ..static.executor import check_backend, gc_paused
+from ..static.codegen import FunctionSource, operator_at
+from ..static.executor import check_backend, gc_paused, operator_error
 from ..static.ir import Variable, format_origin
 from ..static.partition import split_forward_backward
 from ..static.passes import inplace as inplace_pass
@@ -179,6 +179,13 @@ def _build_result(s, tensors):
     if kind == "maybe":  # (a value returned on some paths only: None on the others)
         return _build_result(s[1], tensors) if bool(tensors[s[2]]) else None
     return s[1]
+
+
+def _at_operator(exc: Exception) -> Exception:
+    """``exc``, raised while a program ran, naming the operator that raised it and the user's
+    line that built it (as :meth:`hybridfw.static.Executor.run` does), keeping its type."""
+    located = operator_at(exc.__traceback__)
+    return exc if located is None else operator_error(exc, *located)
 
 
 # ---- the fast path of a call ------------------------------------------------------------------
@@ -523,7 +530,10 @@ class StaticFunction:
     def __call__(self, *args, **kwargs):
         call = self._fast_call
         if call is not None and not kwargs:
-            result = call(args)
+            try:
+                result = call(args)
+            except Exception as exc:  # (free on success) the operator and the user's line
+                raise _at_operator(exc) from None
             if result is not _MISS:
                 self._hits += 1  # (self._last is already the entry: see _set_fast)
                 if self._fast_pending and self._fast[1]._hot_plan is not None:  # plan settled
@@ -548,7 +558,10 @@ class StaticFunction:
         else:
             self._hits += 1
         self._last = entry
-        result = entry(leaves)
+        try:
+            result = entry(leaves)
+        except Exception as exc:
+            raise _at_operator(exc) from None
         self._set_fast(fast, entry)
         return result
 

@@ -598,7 +598,7 @@ class Executor:
             located = operator_at(exc.__traceback__)
             if located is None:
                 raise
-            raise _operator_error(exc, *located) from None
+            raise operator_error(exc, *located) from None
         if return_numpy:
             return [r if isinstance(r, np.ndarray) else _to_numpy(r) for r in results]
         return [wrap_array(r) for r in results]
@@ -655,7 +655,7 @@ def describe_operator(block_idx: int, index: int, op) -> str:
     return f"{outs}{op.type}({args}) (block {block_idx}, op {index}){format_origin(op.origin)}"
 
 
-def _operator_error(exc: Exception, block_idx: int, index: int, op) -> Exception:
+def operator_error(exc: Exception, block_idx: int, index: int, op) -> Exception:
     """``exc`` (of its own type, with its traceback) with a message naming the operator that
     raised it and the user's line that built it."""
     message = f"{exc}\n  while running operator {describe_operator(block_idx, index, op)}"

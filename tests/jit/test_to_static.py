@@ -224,6 +224,24 @@ def test_run_time_error_names_user_line():
     assert __file__ in str(info.value) and "y.reshape(3, -1)" in str(info.value)
 
 
+def _pick(x, i):
+    return x[i] * 2.0
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_an_index_error_while_the_program_runs_names_the_users_line(backend):
+    """An IndexError an operator raises when the program runs keeps its type and names the
+    user's line, on a first call and on the fast path of later calls alike."""
+    f = hf.jit.to_static(_pick, backend=backend)
+    x = hf.ones(3)
+    for _ in range(3):
+        assert f(x, hf.tensor(1)).item() == 2.0
+        with pytest.raises(IndexError) as info:
+            f(x, hf.tensor(7))
+        assert "out of" in str(info.value) and "size 3" in str(info.value)
+        assert __file__ in str(info.value) and "return x[i] * 2.0" in str(info.value)
+
+
 def test_method_decorator_binds_per_instance():
     class Scaler(nn.Module):
         def __init__(self, k):
