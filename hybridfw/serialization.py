@@ -151,16 +151,18 @@ def _new_file_mode(path: str) -> int:
         return 0o666 & ~umask
 
 
-def save(obj, path) -> None:
-    """Save ``obj`` (tensors and plain values in nested dicts/lists/tuples) to ``path``.
+def save(obj, f=None, *, path=None) -> None:
+    """Save ``obj`` (tensors and plain values in nested dicts/lists/tuples) to ``f``.
 
-    ``path`` is used exactly as given (no extension added); it may also be a binary file object.
-    Raises ``TypeError`` naming the place of any value that can't be stored.
+    ``f`` (PyTorch's name; ``path=`` is accepted too) is used exactly as given (no extension
+    added); it may also be a binary file object. Raises ``TypeError`` naming the place of any
+    value that can't be stored.
 
     Example::
 
         >>> hf.save(model.state_dict(), "model.hf")
     """
+    path = _file_argument("hf.save", f, path)
     encoder = _Encoder()
     root = encoder.encode(obj, "obj")
     manifest = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root},
@@ -347,18 +349,39 @@ class _Decoder:
         return as_device(location) if location is not None else cpu
 
 
-def load(path, map_location=None):
-    """Load what :func:`save` wrote. Tensors land on the CPU, or on ``map_location`` (a device,
-    ``'cuda:0'``, or a dict from saved device names to target devices).
+def _file_argument(name: str, f, path):
+    """The file given as ``f`` (PyTorch's name) or as ``path`` (hybridfw's), exactly one."""
+    if f is not None and path is not None:
+        raise TypeError(f"{name}: got the file twice, as f={f!r} and path={path!r}; pass one")
+    if f is None and path is None:
+        raise TypeError(f"{name}: missing the file to use (a path or a binary file object)")
+    return f if f is not None else path
+
+
+def load(f=None, map_location=None, *, weights_only: bool | None = None,
+         mmap: bool | None = None, path=None):
+    """Load what :func:`save` wrote from ``f`` (PyTorch's name; ``path=`` is accepted too).
+    Tensors land on the CPU, or on ``map_location`` (a device, ``'cuda:0'``, or a dict from
+    saved device names to target devices).
 
     Never runs code from the file: pickle files (``torch.save`` output included) are refused,
-    and a truncated, corrupted or foreign file raises ``ValueError`` naming ``path``.
+    and a truncated, corrupted or foreign file raises ``ValueError`` naming ``f``. So PyTorch's
+    ``weights_only`` changes nothing here (``True`` and ``False`` both load), and ``mmap`` is
+    accepted for compatibility; the arrays are read into memory either way.
 
     Example::
 
-        >>> state = hf.load("model.hf")
+        >>> state = hf.load("model.hf", weights_only=True)
         >>> model.load_state_dict(state)
     """
+    path = _file_argument("hf.load", f, path)
+    for option, value in (("weights_only", weights_only), ("mmap", mmap)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"hf.load: {option} must be True, False or None, got {value!r}")
+    if callable(map_location):
+        raise TypeError("hf.load: map_location as a function (PyTorch's storage-remapping "
+                        "callable) is not supported; pass None, a device such as 'cpu', or a "
+                        "dict from saved device names to target devices")
     if map_location is not None and not isinstance(map_location, dict):
         as_device(map_location)  # a bad device string fails here, before any reading
     if hasattr(path, "read"):

@@ -105,6 +105,27 @@ def test_map_location_cpu_and_errors(tmp_path):
         hf.load(tmp_path / "t", map_location="tpu")
 
 
+def test_torch_keywords_f_weights_only_and_mmap(tmp_path):
+    obj = {"w": hf.tensor([1.5, -2.0]), "n": 3}
+    hf.save(obj, f=tmp_path / "a")            # torch's name for the file
+    hf.save(obj, path=tmp_path / "b")         # hybridfw's name keeps working
+    for name in ("a", "b"):
+        for kw in ({"weights_only": True}, {"weights_only": False}, {"weights_only": None},
+                   {"mmap": True, "map_location": None}, {"mmap": False, "map_location": "cpu"}):
+            out = hf.load(f=tmp_path / name, **kw)
+            assert out["w"].tolist() == [1.5, -2.0] and out["n"] == 3
+    assert hf.load(path=tmp_path / "a", weights_only=True)["n"] == 3
+    with pytest.raises(TypeError, match="hf.save: got the file twice"):
+        hf.save(obj, tmp_path / "c", path=tmp_path / "d")
+    with pytest.raises(TypeError, match="hf.load: missing the file"):
+        hf.load()
+    with pytest.raises(TypeError, match="weights_only must be True, False or None"):
+        hf.load(tmp_path / "a", weights_only="yes")
+    with pytest.raises(TypeError, match="map_location as a function"):
+        hf.load(tmp_path / "a", map_location=lambda storage, loc: storage)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()
+
+
 @pytest.mark.skipif(not hf.cuda.is_available(), reason="needs cupy and a CUDA device")
 def test_map_location_cuda(tmp_path):
     hf.save({"w": hf.ones(3).cuda()}, tmp_path / "g")

@@ -99,7 +99,8 @@ def default_collate(batch: list):
 
 def default_convert(data):
     """Convert one unbatched sample: numpy arrays and scalars to tensors, recursively through
-    dicts, tuples and lists (what a DataLoader with ``batch_size=None`` yields)."""
+    dicts, tuples and lists (what a DataLoader with ``batch_size=None`` yields). A plain tuple
+    becomes a list, as in PyTorch; a namedtuple stays one."""
     if isinstance(data, Tensor):
         return data
     if isinstance(data, (np.ndarray, np.generic)):
@@ -112,6 +113,8 @@ def default_convert(data):
         return out if type(data) is dict else type(data)(out)
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, tuple):  # a list, as in PyTorch (a TensorDataset sample included)
+        return [default_convert(d) for d in data]
+    if isinstance(data, list):
         return type(data)(default_convert(d) for d in data)
     return data

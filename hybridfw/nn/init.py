@@ -1,7 +1,8 @@
 """``hf.nn.init``: in-place parameter initialisers with PyTorch's formulas.
 
 Each one fills its tensor in place without recording a graph, drawing from hybridfw's random ops
-(seeded by ``hf.manual_seed``), and returns the tensor.
+(seeded by ``hf.manual_seed``), and returns the tensor. The random ones take PyTorch's
+``generator=None``; hybridfw has no generator objects, so passing one raises ``TypeError``.
 
 Example::
 
@@ -71,31 +72,34 @@ def _draw_dtype(tensor):
     return tensor.dtype if tensor.dtype.is_floating_point else float32
 
 
-def _check(name: str, tensor) -> None:
+def _check(name: str, tensor, generator=None) -> None:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{name}: expected a hybridfw Tensor, got {type(tensor).__name__}")
+    if generator is not None:
+        raise TypeError(f"{name}: generator={generator!r} is not supported: hybridfw has no "
+                        "generator objects; pass generator=None and seed with hf.manual_seed")
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with samples of U(a, b)."""
-    _check("uniform_", tensor)
+    _check("uniform_", tensor, generator)
     with no_grad():
         u = rand(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
         return tensor.copy_(u * (b - a) + a)
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with samples of N(mean, std^2)."""
-    _check("normal_", tensor)
+    _check("normal_", tensor, generator)
     with no_grad():
         n = randn(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
         return tensor.copy_(n * std + mean)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                  b: float = 2.0) -> Tensor:
+                  b: float = 2.0, generator=None) -> Tensor:
     """Fill with N(mean, std^2) samples conditioned on lying in [a, b] (inverse-CDF method)."""
-    _check("trunc_normal_", tensor)
+    _check("trunc_normal_", tensor, generator)
 
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -147,22 +151,25 @@ def zeros_(tensor: Tensor) -> Tensor:
     return constant_(tensor, 0.0)
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    _check("xavier_uniform_", tensor, generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -bound, bound)
 
 
-def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    _check("xavier_normal_", tensor, generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu") -> Tensor:
+                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """He uniform: U(-b, b) with b = gain * sqrt(3 / fan) (``a`` is leaky_relu's slope)."""
+    _check("kaiming_uniform_", tensor, generator)
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
@@ -171,8 +178,9 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu") -> Tensor:
+                    nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    _check("kaiming_normal_", tensor, generator)
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)

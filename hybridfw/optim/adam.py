@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from ..ops import elementwise as E
 from ..ops.factories import zeros_like
 from ..ops.registry import apply_inplace
-from .optimizer import Optimizer, check_number
+from .optimizer import Optimizer, check_implementation_options, check_number
 
 __all__ = ["Adam", "AdamW", "lerp_"]
 
@@ -37,7 +37,8 @@ def effective_grad(p, grad, weight_decay: float, maximize: bool, out):
 
 
 class Adam(Optimizer):
-    r"""Adam (PyTorch's update rule, step for step), with ``amsgrad`` and L2 ``weight_decay``.
+    r"""Adam (PyTorch's update rule, step for step), with ``amsgrad`` and L2 ``weight_decay``
+(or, with ``decoupled_weight_decay=True``, AdamW's decoupled decay, as in PyTorch).
 
     Per parameter, at step ``t`` (counted per parameter from 1), with ``g`` the gradient::
 
@@ -53,17 +54,25 @@ class Adam(Optimizer):
     """
 
     scratch_slots = 2
-    _decoupled_weight_decay = False
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 maximize: bool = False):
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False):
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay, "amsgrad": amsgrad,
-                                  "maximize": maximize})
+                                  "foreach": foreach, "maximize": maximize,
+                                  "capturable": capturable, "differentiable": differentiable,
+                                  "fused": fused,
+                                  "decoupled_weight_decay": decoupled_weight_decay})
 
     def _check_group(self, group: dict) -> None:
         name = self._name
+        check_implementation_options(name, group)
+        if not isinstance(group["decoupled_weight_decay"], bool):
+            raise TypeError(f"{name}: decoupled_weight_decay must be True or False, got "
+                            f"{group['decoupled_weight_decay']!r}")
         for option in ("lr", "eps", "weight_decay"):
             group[option] = check_number(name, option, group[option])
         betas = group["betas"]
@@ -83,7 +92,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(p)
         lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
         state["step"] = step = state["step"] + 1
-        if self._decoupled_weight_decay:
+        if group["decoupled_weight_decay"]:
             if weight_decay != 0:
                 p.mul_(1 - lr * weight_decay)
             weight_decay = 0
@@ -123,10 +132,11 @@ class AdamW(Adam):
         >>> opt = hf.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2)
     """
 
-    _decoupled_weight_decay = True
-
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False):
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

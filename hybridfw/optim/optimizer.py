@@ -22,7 +22,7 @@ import numpy as np
 from ..dygraph import Tensor, enable_grad, no_grad, tensor
 from ..ops.factories import zeros
 
-__all__ = ["Optimizer", "ScratchPool", "check_number"]
+__all__ = ["Optimizer", "ScratchPool", "check_number", "check_implementation_options"]
 
 
 def check_number(owner: str, name: str, value, *, low: float = 0.0, high: float | None = None,
@@ -41,6 +41,25 @@ def check_number(owner: str, name: str, value, *, low: float = 0.0, high: float 
         raise ValueError(f"{owner}: invalid {name}={value!r}; it must be {bound}")
     # numpy scalars become Python numbers: kernels take those as they are, without allocating
     return value if type(value) in (int, float) else float(value)
+
+
+def check_implementation_options(owner: str, group: dict) -> None:
+    """Check PyTorch's options that only pick an implementation (``foreach``, ``fused``,
+    ``capturable``): hybridfw has one implementation, which computes the same update, so any
+    valid value is accepted and changes nothing. ``differentiable=True`` (gradients through
+    the update) is refused: updates run under ``no_grad``."""
+    for name in ("foreach", "fused"):
+        value = group.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{owner}: {name} must be True, False or None, got {value!r}")
+    for name in ("capturable", "differentiable"):
+        value = group.get(name, False)
+        if not isinstance(value, bool):
+            raise TypeError(f"{owner}: {name} must be True or False, got {value!r}")
+    if group.get("differentiable", False):
+        raise ValueError(f"{owner}: differentiable=True is not supported: hybridfw optimizers "
+                         "update parameters in place under no_grad, so no gradient flows "
+                         "through a step")
 
 
 class ScratchPool:

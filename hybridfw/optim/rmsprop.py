@@ -7,7 +7,7 @@ from ..ops import elementwise as E
 from ..ops.factories import zeros_like
 from ..ops.registry import apply_inplace
 from .adam import effective_grad, lerp_
-from .optimizer import Optimizer, check_number
+from .optimizer import Optimizer, check_implementation_options, check_number
 
 __all__ = ["RMSprop"]
 
@@ -33,12 +33,18 @@ class RMSprop(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
-                 centered: bool = False, *, maximize: bool = False):
+                 centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False):
+        # PyTorch's order, in which capturable .. differentiable are positional too
         super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps,
                                   "weight_decay": weight_decay, "momentum": momentum,
-                                  "centered": centered, "maximize": maximize})
+                                  "centered": centered, "capturable": capturable,
+                                  "foreach": foreach, "maximize": maximize,
+                                  "differentiable": differentiable})
 
     def _check_group(self, group: dict) -> None:
+        check_implementation_options("RMSprop", group)
         for name in ("lr", "alpha", "eps", "weight_decay", "momentum"):
             group[name] = check_number("RMSprop", name, group[name])
 

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 from ..ops import elementwise as E
 from ..ops.registry import apply_inplace
-from .optimizer import Optimizer, check_number
+from .optimizer import Optimizer, check_implementation_options, check_number
 
 __all__ = ["SGD"]
 
@@ -30,12 +30,15 @@ class SGD(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
-                 maximize: bool = False):
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None):
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                   "weight_decay": weight_decay, "nesterov": nesterov,
-                                  "maximize": maximize})
+                                  "maximize": maximize, "foreach": foreach,
+                                  "differentiable": differentiable, "fused": fused})
 
     def _check_group(self, group: dict) -> None:
+        check_implementation_options("SGD", group)
         for name in ("lr", "momentum", "weight_decay"):
             group[name] = check_number("SGD", name, group[name])
         group["dampening"] = check_number("SGD", "dampening", group["dampening"],

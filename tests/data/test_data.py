@@ -14,6 +14,7 @@ from hybridfw.data import (
     Subset,
     TensorDataset,
     default_collate,
+    default_convert,
     random_split,
 )
 
@@ -163,6 +164,23 @@ def test_batch_size_none_yields_converted_samples():
     items = list(loader)
     assert len(loader) == 3 and isinstance(items[1]["x"], hf.Tensor)
     assert items[1]["i"] == 1 and items[2]["x"].tolist() == [2.0, 4.0]
+
+
+def test_batch_size_none_over_tensor_dataset_yields_lists_like_torch():
+    ds = TensorDataset(hf.arange(3), hf.arange(3) * 2)
+    items = list(DataLoader(ds, batch_size=None))
+    assert all(type(item) is list and len(item) == 2 for item in items)  # tuples become lists
+    assert [[int(a), int(b)] for a, b in items] == [[0, 0], [1, 2], [2, 4]]
+    assert all(isinstance(t, hf.Tensor) and t.ndim == 0 for item in items for t in item)
+    Pair = namedtuple("Pair", "x y")
+    converted = default_convert(Pair(np.array([1, 2]), (np.float32(2.0),)))
+    assert type(converted) is Pair and converted.x.tolist() == [1, 2]
+    assert type(converted.y) is list and converted.y[0].item() == 2.0
+    torch = pytest.importorskip("torch")
+    tds = torch.utils.data.TensorDataset(torch.arange(3), torch.arange(3) * 2)
+    titems = list(torch.utils.data.DataLoader(tds, batch_size=None))
+    assert [type(i) for i in titems] == [type(i) for i in items]
+    assert [[int(a), int(b)] for a, b in titems] == [[int(a), int(b)] for a, b in items]
 
 
 def test_loader_argument_errors():

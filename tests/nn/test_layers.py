@@ -243,6 +243,30 @@ def test_batch_norm_cumulative_average_and_variants():
     with pytest.raises(ValueError, match=r"BatchNorm1d.*num_features=3.*\(2, 4\)"):
         nn.BatchNorm1d(3)(hf.ones(2, 4))
 
+def test_batch_norm_without_bias():
+    rng = np.random.default_rng(9)
+    bn = nn.BatchNorm1d(3, bias=False).double()
+    assert bn.bias is None and [n for n, _ in bn.named_parameters()] == ["weight"]
+    assert list(bn.state_dict()) == ["weight", "running_mean", "running_var",
+                                     "num_batches_tracked"]
+    assert repr(bn) == ("BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=False, "
+                        "track_running_stats=True)")
+    assert "affine=False, bias=False" in repr(nn.BatchNorm2d(2, affine=False, bias=False))
+    assert list(nn.BatchNorm2d(2, affine=False, bias=False).state_dict()) == \
+        ["running_mean", "running_var", "num_batches_tracked"]
+    with hf.no_grad():
+        bn.weight.copy_(hf.tensor([2.0, -1.0, 0.5]))
+    x = rng.standard_normal((6, 3))
+    ref = np_batch_norm_train(x, np.zeros(3), np.ones(3), npy(bn.weight), np.zeros(3), 0.1,
+                              bn.eps)[0]
+    np.testing.assert_allclose(npy(bn(hf.tensor(x))), ref, rtol=1e-10, atol=1e-12)
+    with pytest.raises(TypeError):
+        nn.BatchNorm1d(3, 1e-5, 0.1, True, True, None, None, False)  # bias is keyword-only
+    torch = pytest.importorskip("torch")
+    tbn = torch.nn.BatchNorm1d(3, bias=False).double()
+    assert list(tbn.state_dict()) == list(bn.state_dict()) and repr(tbn) == repr(bn)
+
+
 
 def test_batch_norm_gradients_in_train_mode():
     bn = nn.BatchNorm2d(3).double()
@@ -315,6 +339,38 @@ def test_loss_modules_against_numpy():
         pytest.approx(bcel, rel=1e-5)
     with pytest.raises(ValueError, match="reduction"):
         nn.MSELoss(reduction="avg")
+
+def test_loss_modules_take_torchs_legacy_positional_arguments():
+    w = hf.tensor([1.0, 2.0, 0.5])
+    ce = nn.CrossEntropyLoss(w, None, 2, None, "sum", 0.1)  # torch's positional order
+    assert ce.weight is w and ce.ignore_index == 2 and ce.reduction == "sum"
+    assert ce.label_smoothing == 0.1
+    nll = nn.NLLLoss(None, None, 1, None, "none")
+    assert nll.ignore_index == 1 and nll.reduction == "none"
+    pos = hf.tensor([2.0])
+    bcel = nn.BCEWithLogitsLoss(None, None, None, "sum", pos)
+    assert bcel.pos_weight is pos and bcel.reduction == "sum"
+    assert nn.BCELoss(w, None, None, "none").weight is w
+    assert nn.MSELoss(None, None, "sum").reduction == "sum"
+    # size_average / reduce override reduction by PyTorch's legacy rule, with a warning
+    cases = [((False,), "sum"), ((None, False), "none"), ((True, True), "mean"),
+             ((False, True, "none"), "sum"), ((True, False), "none")]
+    for args, expected in cases:
+        with pytest.warns(UserWarning, match=f"please use reduction='{expected}'"):
+            assert nn.L1Loss(*args).reduction == expected
+    with pytest.warns(UserWarning, match="reduction='none'"):
+        loss = nn.MSELoss(reduce=False)
+    a, b = np.array([1.0, 2.0]), np.array([0.0, 4.0])
+    np.testing.assert_allclose(npy(loss(hf.tensor(a), hf.tensor(b))), (a - b) ** 2)
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        nll = nn.NLLLoss(None, False)
+    logp = np.log(np.array([[0.25, 0.75], [0.5, 0.5]]))
+    assert nll(hf.tensor(logp), hf.tensor([1, 0])).item() == pytest.approx(
+        -(np.log(0.75) + np.log(0.5)))
+    torch = pytest.importorskip("torch")
+    with pytest.warns(UserWarning):
+        assert torch.nn.L1Loss(False, True, "none").reduction == "sum"
+
 
 
 # ---- PyTorch as an extra oracle ---------------------------------------------------------------

@@ -258,6 +258,69 @@ def test_load_state_dict_errors():
     np.testing.assert_array_equal(net.block.fc.weight.detach().numpy(), before)  # nothing copied
 
 
+def test_load_state_dict_without_num_batches_tracked_keeps_it():
+    # PyTorch's BatchNorm fills in a missing num_batches_tracked with its current value
+    # (0 for a fresh module); any other missing key still raises.
+    net = Net()
+    sd = {k: np.full(v.shape, 0.5, dtype=np.float32) for k, v in net.state_dict().items()
+          if k != "block.bn.num_batches_tracked"}
+    result = net.load_state_dict(sd)
+    assert result.missing_keys == [] and net.block.bn.num_batches_tracked.item() == 0
+    np.testing.assert_array_equal(net.block.bn.running_var.numpy(), 0.5)
+    net.block.bn.num_batches_tracked.fill_(5)
+    assert net.load_state_dict(sd, strict=False).missing_keys == []
+    assert net.block.bn.num_batches_tracked.item() == 5
+    del sd["block.bn.running_var"]
+    with pytest.raises(RuntimeError, match='Missing key.*"block.bn.running_var"'):
+        net.load_state_dict(sd)
+    free = nn.BatchNorm1d(3, track_running_stats=False)  # nothing optional: nothing to fill
+    assert free.load_state_dict({"weight": np.ones(3), "bias": np.zeros(3)}).missing_keys == []
+
+
+def test_load_state_dict_assign_replaces_tensors():
+    net = Net()
+    net.block.fc.weight.requires_grad_(False)
+    old_bias = net.block.fc.bias
+    sd = {k: hf.full(tuple(v.shape), 2.0, dtype="float64" if v.dtype.is_floating_point
+                     else v.dtype) for k, v in net.state_dict().items()}
+    assert net.load_state_dict(sd, assign=True).missing_keys == []
+    weight, bias = net.block.fc.weight, net.block.fc.bias
+    assert type(weight) is nn.Parameter and bias is not old_bias
+    assert weight.dtype == hf.float64  # the given tensor's dtype, not the old parameter's
+    assert not weight.requires_grad and bias.requires_grad  # requires_grad kept per parameter
+    assert net.block.bn.running_mean is sd["block.bn.running_mean"]  # buffers: the same tensor
+    with hf.no_grad():
+        sd["block.fc.weight"].fill_(3.0)
+    assert net.block.fc.weight.tolist()[0] == [3.0, 3.0, 3.0]  # shares storage
+    assert [n for n, _ in net.named_parameters()][:2] == ["block.fc.weight", "block.fc.bias"]
+    given = nn.Parameter(hf.zeros(2, 4))
+    net.load_state_dict({**sd, "head.weight": given}, assign=True)
+    assert net.head.weight is given
+    with pytest.raises(ValueError, match=r"size mismatch for head\.weight"):
+        net.load_state_dict({**sd, "head.weight": hf.zeros(4, 2)}, assign=True)
+    with pytest.raises(TypeError, match="assign must be True or False"):
+        net.load_state_dict(sd, assign="yes")
+
+
+def test_get_buffer_get_parameter_and_modules_remove_duplicate():
+    net = Net()
+    assert net.get_buffer("block.bn.running_mean") is net.block.bn.running_mean
+    assert net.get_buffer("block.cache") is net.block.cache  # non-persistent buffers too
+    assert net.get_parameter("head.weight") is net.head.weight
+    assert net.get_submodule("block.fc") is net.block.fc and net.get_submodule("") is net
+    with pytest.raises(AttributeError, match="has no buffer 'weight'"):
+        net.get_buffer("head.weight")
+    with pytest.raises(AttributeError, match="no submodule 'nope'"):
+        net.get_buffer("nope.running_mean")
+    shared = nn.Linear(2, 2)
+    seq = nn.Sequential(shared, nn.ReLU(), shared)
+    assert len(list(seq.modules())) == 3
+    assert [type(m).__name__ for m in seq.modules(remove_duplicate=False)] == \
+        ["Sequential", "Linear", "ReLU", "Linear"]
+    assert [n for n, _ in seq.named_modules(prefix="top", remove_duplicate=False)] == \
+        ["top", "top.0", "top.1", "top.2"]
+
+
 # ---- devices and dtypes ---------------------------------------------------------------------
 def test_to_dtype_in_place_keeps_parameter_objects():
     net = Net()
@@ -346,6 +409,36 @@ def test_module_list_and_dict():
     assert isinstance(heads.pop("c"), nn.ReLU)
     heads.update([("d", nn.Identity())])
     assert list(heads) == ["a", "b", "d"]
+
+
+def test_sequential_pop_add_and_repeat_like_torch():
+    a, relu, tanh = nn.Linear(2, 2), nn.ReLU(), nn.Tanh()
+    seq = nn.Sequential(a, relu, tanh)
+    assert seq.pop(1) is relu and list(seq) == [a, tanh] and list(seq._modules) == ["0", "1"]
+    other = nn.Sequential(relu)
+    joined = seq + other
+    assert type(joined) is nn.Sequential and list(joined) == [a, tanh, relu]
+    assert list(seq) == [a, tanh]  # + builds a new container
+    twice = seq * 2
+    assert list(twice) == [a, tanh, a, tanh] and list(twice._modules) == ["0", "1", "2", "3"]
+    assert list(2 * seq) == list(twice) and twice[0] is twice[2]  # the same objects, shared
+    assert len(list(twice.parameters())) == 2
+    x = hf.randn(3, 2)
+    np.testing.assert_array_equal(twice(x).detach().numpy(),
+                                  seq(seq(x)).detach().numpy())
+    same = seq
+    seq += other
+    assert seq is same and list(seq) == [a, tanh, relu]
+    seq *= 2
+    assert seq is same and list(seq) == [a, tanh, relu] * 2 and len(seq._modules) == 6
+    with pytest.raises(ValueError, match="non-positive multiplication factor 0"):
+        seq * 0
+    with pytest.raises(TypeError, match="unsupported operand"):
+        seq * 1.5
+    with pytest.raises(ValueError, match="only Sequential"):
+        seq + [relu]
+    with pytest.raises(IndexError):
+        seq.pop(10)
 
 
 # ---- init -----------------------------------------------------------------------------------
@@ -478,3 +571,26 @@ def test_clip_grad_norm_nonfinite_and_against_torch():
         assert total.item() == pytest.approx(ttotal.item(), rel=1e-5)
         for p, tp in zip(params, tparams):
             np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_torch_keywords_of_init_and_clip_grad():
+    w = nn.Parameter(hf.empty(4, 6))
+    for fn in (nn.init.uniform_, nn.init.normal_, nn.init.trunc_normal_, nn.init.xavier_uniform_,
+               nn.init.xavier_normal_, nn.init.kaiming_uniform_, nn.init.kaiming_normal_):
+        hf.manual_seed(3)
+        with_none = fn(w, generator=None).detach().numpy().copy()
+        hf.manual_seed(3)
+        np.testing.assert_array_equal(fn(w).detach().numpy(), with_none)
+        with pytest.raises(TypeError, match=f"{fn.__name__}: generator=.* not supported"):
+            fn(w, generator=np.random.default_rng(0))
+    bound = math.sqrt(6.0 / 10)
+    assert float(nn.init.xavier_uniform_(w, generator=None).abs().max()) <= bound
+
+    params = _params_with_grads([np.array([3.0, 4.0])])
+    total = nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
+    assert total.item() == pytest.approx(5.0)
+    np.testing.assert_allclose(params[0].grad.numpy(), [0.6, 0.8], rtol=1e-5)
+    nn.utils.clip_grad_value_(params, 0.7, foreach=None)
+    np.testing.assert_allclose(params[0].grad.numpy(), [0.6, 0.7], rtol=1e-6)
+    with pytest.raises(TypeError, match="clip_grad_value_: foreach"):
+        nn.utils.clip_grad_value_(params, 0.7, foreach="yes")

@@ -517,6 +517,81 @@ def test_scheduler_validation():
         StepLR(object(), step_size=1)
 
 
+# ---- PyTorch's implementation keywords ------------------------------------------------------
+TORCH_GROUP_KEYS = {  # sorted(torch.optim.X([...]).param_groups[0]) in torch 2.13, minus params
+    SGD: ["dampening", "differentiable", "foreach", "fused", "lr", "maximize", "momentum",
+          "nesterov", "weight_decay"],
+    Adam: ["amsgrad", "betas", "capturable", "decoupled_weight_decay", "differentiable", "eps",
+           "foreach", "fused", "lr", "maximize", "weight_decay"],
+    AdamW: ["amsgrad", "betas", "capturable", "decoupled_weight_decay", "differentiable", "eps",
+            "foreach", "fused", "lr", "maximize", "weight_decay"],
+    RMSprop: ["alpha", "capturable", "centered", "differentiable", "eps", "foreach", "lr",
+              "maximize", "momentum", "weight_decay"],
+}
+IMPLEMENTATION_KW = {
+    SGD: {"foreach": True, "fused": False, "differentiable": False},
+    Adam: {"foreach": False, "fused": True, "capturable": True, "differentiable": False},
+    AdamW: {"foreach": None, "fused": None, "capturable": False, "differentiable": False},
+    RMSprop: {"foreach": True, "capturable": True, "differentiable": False},
+}
+
+
+@pytest.mark.parametrize("cls", [SGD, Adam, AdamW, RMSprop], ids=lambda c: c.__name__)
+def test_torch_implementation_keywords_are_accepted_and_change_nothing(cls):
+    p0, c, d = problem(9)
+    kw = {"lr": 0.05, "weight_decay": 0.1, "maximize": True}
+    plain, _, _ = run_hf(cls, p0, c, d, **kw)
+    traj, params, opt = run_hf(cls, p0, c, d, **kw, **IMPLEMENTATION_KW[cls])
+    assert_traj(traj, plain, rtol=0, atol=0)
+    assert sorted(k for k in opt.param_groups[0] if k != "params") == TORCH_GROUP_KEYS[cls]
+    assert opt.param_groups[0]["maximize"] is True
+    with pytest.raises(ValueError, match=f"{cls.__name__}: differentiable=True is not supported"):
+        cls(params, lr=0.1, differentiable=True)
+    with pytest.raises(TypeError, match="foreach must be True, False or None"):
+        cls(params, lr=0.1, foreach="yes")
+    with pytest.raises(ValueError, match="differentiable=True"):
+        opt.add_param_group({"params": [hf.zeros(2, requires_grad=True)], "differentiable": True})
+
+
+def test_rmsprop_takes_torchs_positional_order():
+    p0, c, d = problem(10)
+    params = [hf.tensor(p, dtype="float64", requires_grad=True) for p in p0]
+    # params, lr, alpha, eps, weight_decay, momentum, centered, capturable, foreach, maximize
+    opt = RMSprop(params, 0.01, 0.9, 1e-8, 0, 0, False, False, None, True)
+    assert opt.param_groups[0]["maximize"] is True and opt.param_groups[0]["alpha"] == 0.9
+    for p, ci, di in zip(params, c, d):
+        p.grad = hf.tensor(ci * p.detach().numpy() + di)
+    opt.step()
+    ref = run_ref(rmsprop_ref, p0, c, d, steps=1, lr=0.01, alpha=0.9, maximize=True)
+    assert_traj([[p.detach().numpy() for p in params]], ref)
+
+
+@pytest.mark.parametrize("kw", ADAMW_CASES, ids=str)
+def test_adam_decoupled_weight_decay_is_adamw(kw):
+    p0, c, d = problem(11)
+    kw = dict(kw, weight_decay=kw.get("weight_decay", 1e-2))
+    traj, _, opt = run_hf(Adam, p0, c, d, decoupled_weight_decay=True, **kw)
+    assert_traj(traj, run_ref(adam_ref, p0, c, d, decoupled=True, **kw))
+    assert_traj(traj, run_hf(AdamW, p0, c, d, **kw)[0], rtol=0, atol=0)
+    if kw["weight_decay"]:  # and not Adam's L2 penalty
+        l2 = run_ref(adam_ref, p0, c, d, **kw)
+        assert not np.allclose(traj[-1][0], l2[-1][0], rtol=1e-6, atol=0)
+    assert AdamW([hf.zeros(1, requires_grad=True)]).param_groups[0]["decoupled_weight_decay"]
+    sd = opt.state_dict()  # an AdamW-like Adam keeps the option through a state dict
+    other = Adam([hf.zeros(s, dtype="float64", requires_grad=True) for s in
+                  (p.shape for p in p0)], lr=kw["lr"])
+    other.load_state_dict(sd)
+    assert other.param_groups[0]["decoupled_weight_decay"] is True
+    torch = pytest.importorskip("torch")
+    tparams = [torch.tensor(p, requires_grad=True) for p in p0]
+    topt = torch.optim.Adam(tparams, decoupled_weight_decay=True, **kw)
+    for step in range(STEPS):
+        for p, ci, di in zip(tparams, c, d):
+            p.grad = torch.tensor(ci * p.detach().numpy() + di)
+        topt.step()
+    assert_traj([[p.detach().numpy() for p in tparams]], [traj[-1]], rtol=1e-12, atol=1e-14)
+
+
 # ---- torch as an extra oracle -------------------------------------------------------------
 @pytest.mark.parametrize("cls, kw", ALL_VARIANTS)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -89,10 +89,48 @@ class Sequential(Module):
         _renumber(self, items)
         return self
 
+    def pop(self, index: int | slice) -> Module:
+        """Remove the module at ``index`` and return it."""
+        module = self[index]
+        del self[index]
+        return module
+
+    def __add__(self, other: Sequential) -> Sequential:
+        """A new Sequential of this one's modules then ``other``'s (the same objects)."""
+        if not isinstance(other, Sequential):
+            raise ValueError(f"Sequential: + supports only Sequential operands, got "
+                             f"{type(other).__name__}")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"Sequential: += supports only Sequential operands, got "
+                             f"{type(other).__name__}")
+        return self.extend(list(other))
+
+    def __mul__(self, other: int) -> Sequential:
+        """A new Sequential holding this one's modules ``other`` times over. As in PyTorch, the
+        copies are the same module objects, so they share parameters."""
+        return Sequential(*(list(self) * _repeat_count(self, other)))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other: int) -> Sequential:
+        return self.extend(list(self) * (_repeat_count(self, other) - 1))
+
     def forward(self, input):  # noqa: A002
         for module in self._modules.values():
             input = module(input)  # noqa: A001
         return input
+
+
+def _repeat_count(seq: Sequential, other) -> int:
+    if not isinstance(other, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq).__name__} and "
+                        f"{type(other).__name__}")
+    if other <= 0:
+        raise ValueError(f"Sequential: non-positive multiplication factor {other}")
+    return other
 
 
 class ModuleList(Module):

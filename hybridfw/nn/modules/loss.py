@@ -1,5 +1,14 @@
-"""Loss modules: thin wrappers over the ``hf.nn.functional`` losses (PyTorch's names)."""
+"""Loss modules: thin wrappers over the ``hf.nn.functional`` losses (PyTorch's names).
+
+The constructors take PyTorch's arguments in PyTorch's order, the deprecated ``size_average``
+and ``reduce`` included: given (not None), they set ``reduction`` by PyTorch's legacy rule and
+warn, as PyTorch does.
+"""
 from __future__ import annotations
+
+import os
+import sys
+import warnings
 
 from .. import functional as F
 from .module import Module
@@ -7,9 +16,38 @@ from .module import Module
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss"]
 
 
+def _legacy_reduction(size_average, reduce) -> str:
+    """PyTorch's rule for the deprecated ``size_average`` / ``reduce`` arguments (None counts
+    as True): ``reduce=False`` gives 'none', else ``size_average=False`` gives 'sum', else
+    'mean'."""
+    if reduce is not None and not reduce:
+        reduction = "none"
+    elif size_average is not None and not size_average:
+        reduction = "sum"
+    else:
+        reduction = "mean"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{reduction}' instead.", UserWarning,
+                  stacklevel=_user_stacklevel())
+    return reduction
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside ``nn/modules``
+    (constructors nest through base classes and Module's init wrapper)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) \
+            == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean"):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
+        if size_average is not None or reduce is not None:  # they override reduction
+            reduction = _legacy_reduction(size_average, reduce)
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"{type(self).__name__}: reduction must be 'mean', 'sum' or "
                              f"'none', got {reduction!r}")
@@ -20,8 +58,8 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight=None, reduction: str = "mean"):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
 
@@ -36,9 +74,9 @@ class CrossEntropyLoss(_WeightedLoss):
         1.3863
     """
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0):
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean", label_smoothing: float = 0.0):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
@@ -50,8 +88,9 @@ class CrossEntropyLoss(_WeightedLoss):
 class NLLLoss(_WeightedLoss):
     """Negative log likelihood of log-probabilities ``(N, C, ...)`` at class indices."""
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean"):
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):  # noqa: A002
@@ -84,8 +123,9 @@ class BCELoss(_WeightedLoss):
 class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross entropy of logits (sigmoid folded in, numerically stable)."""
 
-    def __init__(self, weight=None, reduction: str = "mean", pos_weight=None):
-        super().__init__(weight, reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
+                 pos_weight=None):
+        super().__init__(weight, size_average, reduce, reduction)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):  # noqa: A002

@@ -59,6 +59,7 @@ _CONVERTED_ATTRIBUTES = frozenset({"concrete_program", "get_program", "get_concr
                                    "code", "cache_info", "signatures", "compile_report",
                                    "finish_tiering"})
 
+
 class Module:
     """Base class for layers and models: subclass it, build layers in ``__init__``, compute in
     ``forward``; call the module (not ``forward``) to run it.

@@ -23,7 +23,7 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias: bool = True):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -32,7 +32,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+            else:  # PyTorch 2.x's bias=False: scale only
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -56,7 +59,12 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _optional_state_keys(self) -> tuple:
+        # PyTorch fills in a missing num_batches_tracked (older checkpoints lack it).
+        return ("num_batches_tracked",) if self.track_running_stats else ()
 
     def forward(self, input):  # noqa: A002
         name = type(self).__name__
@@ -82,7 +90,8 @@ class _BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

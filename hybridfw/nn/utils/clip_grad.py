@@ -11,6 +11,12 @@ from ...ops.composite import stack
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
 
+def _check_foreach(name: str, foreach) -> None:
+    # PyTorch's foreach picks a kernel; hybridfw has one, with the same result.
+    if foreach is not None and not isinstance(foreach, bool):
+        raise TypeError(f"{name}: foreach must be True, False or None, got {foreach!r}")
+
+
 def _grads(parameters) -> list:
     if isinstance(parameters, Tensor):
         parameters = [parameters]
@@ -18,12 +24,14 @@ def _grads(parameters) -> list:
 
 
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
-                    norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Tensor:
+                    norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                    foreach: bool | None = None) -> Tensor:
     """Scale the gradients in place so that their joint ``norm_type``-norm is at most
     ``max_norm``; returns the norm before clipping (a 0-d tensor).
 
     The joint norm is the norm of the vector of all gradients concatenated. The scale factor is
     ``min(1, max_norm / (norm + 1e-6))``, applied without reading the norm back to the host.
+    ``foreach`` (PyTorch's choice of kernel) is accepted and changes nothing.
 
     Example::
 
@@ -35,6 +43,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
         >>> round(float((w.grad * w.grad).sum().sqrt()), 4)
         1.0
     """
+    _check_foreach("clip_grad_norm_", foreach)
     grads = _grads(parameters)
     max_norm = float(max_norm)
     norm_type = float(norm_type)
@@ -66,8 +75,11 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     return total
 
 
-def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float) -> None:
-    """Clamp every gradient in place to ``[-clip_value, clip_value]``."""
+def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
+                     foreach: bool | None = None) -> None:
+    """Clamp every gradient in place to ``[-clip_value, clip_value]`` (``foreach`` is
+    accepted, as in PyTorch, and changes nothing)."""
+    _check_foreach("clip_grad_value_", foreach)
     clip_value = float(clip_value)
     with no_grad():
         for g in _grads(parameters):
