@@ -12,6 +12,7 @@ The new function gets the original's globals, defaults and closure cells (and on
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import io
 import textwrap
@@ -138,6 +139,8 @@ def convert_function(fn) -> ConvertedFunction:
 
 
 def converted_source(fn) -> str:
+    while isinstance(fn, functools.partial):  # (its function's source)
+        fn = fn.func
     return convert_function(fn).source
 
 

@@ -437,6 +437,12 @@ class StaticFunction:
         self._warned_count = False
         self._bound: dict = {}
         functools.update_wrapper(self, function)
+        if isinstance(function, functools.partial):  # (it has no name of its own)
+            inner = function
+            while isinstance(inner, functools.partial):
+                inner = inner.func
+            self.__name__ = getattr(inner, "__name__", "partial")
+            self.__qualname__ = f"partial({getattr(inner, '__qualname__', self.__name__)})"
 
     # -- descriptor: ``@to_static`` on a method ---------------------------------------------------
     def __get__(self, instance, owner=None):

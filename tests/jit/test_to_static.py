@@ -1208,3 +1208,21 @@ def test_a_variable_one_branch_leaves_unassigned_fails_only_where_eager_fails(ba
     r = hf.jit.to_static(_returns_on_one_path, backend=backend)
     assert r(hf.tensor([-1.0])) is None and _returns_on_one_path(hf.tensor([-1.0])) is None
     np.testing.assert_allclose(r(hf.tensor([1.0])).numpy(), [2.0])
+
+
+def _scaled_if_positive(x, a, b=1.0):
+    return x * b if x.sum() > a else x
+
+
+def test_a_functools_partial_converts_with_its_bound_arguments(tmp_path):
+    import functools
+    partial = functools.partial(_scaled_if_positive, a=0.0, b=3.0)
+    f = hf.jit.to_static(partial)
+    for values in ([1.0, 2.0], [-1.0, -2.0]):
+        x = hf.tensor(values, requires_grad=True)
+        np.testing.assert_allclose(f(x).detach().numpy(), partial(x).detach().numpy())
+        f(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0] if values[0] > 0 else [1.0, 1.0])
+    assert "convert_ifexp" in hf.jit.get_code(f) and "partial" in f.__qualname__
+    hf.jit.save(f, str(tmp_path / "p"), input_spec=[hf.jit.InputSpec([2], name="x")])
+    np.testing.assert_allclose(hf.jit.load(str(tmp_path / "p"))(hf.ones(2)).numpy(), [3.0, 3.0])

@@ -85,6 +85,8 @@ def _converted(fn):
     from ..errors import is_converted_code
     from ..function import convert_function, instantiate
     from . import jst_module
+    if isinstance(fn, functools.partial):  # the function converted, the bound arguments kept
+        return functools.partial(_converted(fn.func), *fn.args, **fn.keywords)
     if is_converted_code(fn.__code__):
         return fn
     new = instantiate(fn, convert_function(fn), jst_module())
