@@ -1226,3 +1226,25 @@ def test_a_functools_partial_converts_with_its_bound_arguments(tmp_path):
     assert "convert_ifexp" in hf.jit.get_code(f) and "partial" in f.__qualname__
     hf.jit.save(f, str(tmp_path / "p"), input_spec=[hf.jit.InputSpec([2], name="x")])
     np.testing.assert_allclose(hf.jit.load(str(tmp_path / "p"))(hf.ones(2)).numpy(), [3.0, 3.0])
+
+
+def _dict_in_branches(x, cache):
+    out = {"keep": x}
+    if x.sum() > 0:
+        out["y"] = x * 2
+    else:
+        out["y"] = x * 3
+    if x.sum() > 5:
+        out["keep"] = x + 1
+    return out["y"] + out["keep"] + cache["bias"]
+
+
+def test_dict_items_written_in_both_branches_of_a_tensor_if():
+    """A dict item each branch writes is merged like a variable (it raised an internal
+    error naming a value of one branch); a dict neither branch writes stays the caller's."""
+    f = hf.jit.to_static(_dict_in_branches)
+    cache = {"bias": hf.tensor(0.5)}
+    for values in ([1.0, 2.0], [-1.0, -2.0], [3.0, 4.0]):
+        x = hf.tensor(values)
+        np.testing.assert_allclose(f(x, cache).numpy(), _dict_in_branches(x, cache).numpy())
+    assert list(cache) == ["bias"]

@@ -136,9 +136,10 @@ def _static_ifelse(pred, true_fn, false_fn, values, names):
 
 
 def _copy_lists(values):
-    """What one branch gets: copies of lists (it may append) and fresh objects for Variables
-    (an in-place op rebinds the Python object it is applied to)."""
-    return [list(v) if v.__class__ is list else
+    """What one branch gets: copies of lists (it may append) and dicts (it may write an item),
+    and fresh objects for Variables (an in-place op rebinds the Python object it is applied
+    to)."""
+    return [list(v) if v.__class__ is list else dict(v) if v.__class__ is dict else
             Variable(v.block, v.name, v.shape, v.dtype, v.persistable)
             if v.__class__ is Variable else v for v in values]
 
@@ -149,9 +150,12 @@ def _fresh_variables(values):
 
 
 def _same_list(before, after):
-    """``before`` itself when ``after`` is an unchanged copy of that list."""
+    """``before`` itself when ``after`` is an unchanged copy of that list (or dict)."""
     if before.__class__ is list and after.__class__ is list and len(before) == len(after) \
             and all(a is b for a, b in zip(before, after)):
+        return before
+    if before.__class__ is dict and after.__class__ is dict and list(before) == list(after) \
+            and all(before[k] is after[k] for k in before):
         return before
     return after
 
