@@ -553,7 +553,10 @@ class StaticFunction:
         if entry is None:
             try:
                 entry = self._trace(key, args, kwargs, leaves)
-            except ConversionError as exc:  # unsupported constructs included
+            except (ConversionError, TypeError) as exc:
+                # unsupported constructs, and (full_graph=False) Python that needs a concrete
+                # value where the program has a static one: bool(t) in a comprehension's
+                # condition, int(x.item()) as a slice bound, ...
                 if self.full_graph:
                     raise
                 self._fallback = exc

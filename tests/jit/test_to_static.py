@@ -1248,3 +1248,25 @@ def test_dict_items_written_in_both_branches_of_a_tensor_if():
         x = hf.tensor(values)
         np.testing.assert_allclose(f(x, cache).numpy(), _dict_in_branches(x, cache).numpy())
     assert list(cache) == ["bias"]
+
+
+def _kept_positive(x):
+    return hf.stack([v * 2 for v in x if v > 0])
+
+
+def _first_n(x):
+    n = int(x.sum().item())
+    return x[:n]
+
+
+@pytest.mark.parametrize("fn", [_kept_positive, _first_n])
+def test_full_graph_false_falls_back_where_python_needs_a_concrete_value(fn):
+    """With full_graph=False, Python that needs a value the program only has when it runs (a
+    comprehension's tensor condition, a slice bound from x.item()) runs eagerly, with a
+    warning naming the line; with full_graph=True it is an error."""
+    x = hf.tensor([1.0, -2.0, 3.0])
+    with pytest.warns(UserWarning, match=r"falling back to eager(.|\n)*test_to_static.py"):
+        got = hf.jit.to_static(fn, full_graph=False)(x)
+    np.testing.assert_allclose(got.numpy(), fn(x).numpy())
+    with pytest.raises(TypeError):
+        hf.jit.to_static(fn)(x)
