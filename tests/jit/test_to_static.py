@@ -1270,3 +1270,41 @@ def test_full_graph_false_falls_back_where_python_needs_a_concrete_value(fn):
     np.testing.assert_allclose(got.numpy(), fn(x).numpy())
     with pytest.raises(TypeError):
         hf.jit.to_static(fn)(x)
+
+
+def _checked_double(x):
+    if x.sum() < 0:
+        raise ValueError("negative input")
+    return x * 2
+
+
+def _past_the_end_on_one_path(x):
+    n = 0
+    if x.sum() > 0:
+        y = x + 1
+        n = 1
+    else:
+        y = x[10]
+    return y, n
+
+
+@pytest.mark.parametrize("backend", ["interpreted", "compiled"])
+def test_a_branch_that_raises_raises_only_when_the_program_takes_it(backend):
+    """An explicit raise, or an error such as x[10] past the end, in one branch of an if on a
+    tensor condition: the conversion succeeds, and the error (its type and message, the
+    user's line) comes only from runs that take that branch, as in eager Python."""
+    f = hf.jit.to_static(_checked_double, backend=backend)
+    g = hf.jit.to_static(_past_the_end_on_one_path, backend=backend)
+    for _ in range(2):
+        x = hf.tensor([1.0, 2.0], requires_grad=True)
+        f(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+        with pytest.raises(ValueError, match=r"negative input(.|\n)*test_to_static.py"):
+            f(hf.tensor([-1.0, -2.0]))
+        y, n = g(hf.tensor([1.0, 2.0]))
+        np.testing.assert_allclose(y.numpy(), [2.0, 3.0])
+        assert n == 1 and type(n) is int
+        with pytest.raises(IndexError, match=r"10(.|\n)*y = x\[10\]"):
+            g(hf.tensor([-1.0, -2.0]))
+    with pytest.raises(IndexError):
+        _past_the_end_on_one_path(hf.tensor([-1.0, -2.0]))

@@ -6,6 +6,8 @@ their new values; each helper returns the values after the construct.
 """
 from __future__ import annotations
 
+import linecache
+
 import numpy as np
 
 from ...dtypes import bool_, int64, result_type
@@ -22,9 +24,10 @@ from ...static.control_flow import (
     while_loop,
 )
 from ...static.ir import Operator, Variable
-from ..errors import ConversionError, located, user_frame
+from ...static.py_func import py_func
+from ..errors import ConversionError, is_converted_code, located, user_frame
 from .tensor_array import TensorArray, is_tensor_array
-from .undefined import Unmerged, is_undefined
+from .undefined import UNREACHED, Unmerged, is_undefined
 
 __all__ = [
     "TensorRange",
@@ -116,10 +119,12 @@ def _static_ifelse(pred, true_fn, false_fn, values, names):
     try:
         # each branch appends to its own copy of a list; a list the branches change
         # becomes a tensor array
-        true_block, true_out = _build_branch(program, outer,
-                                             lambda: true_fn(*_copy_lists(values)), "if")
-        false_block, false_out = _build_branch(program, outer,
-                                               lambda: false_fn(*_copy_lists(values)), "else")
+        true_block, true_out, failure = _branch(
+            program, outer, lambda: true_fn(*_copy_lists(values)), "if", len(values))
+        false_block, false_out, other_failure = _branch(
+            program, outer, lambda: false_fn(*_copy_lists(values)), "else", len(values))
+        if failure is not None and other_failure is not None:  # both raise: now, as before
+            raise failure
         merged = _Merge(program, true_block, false_block)
         result = tuple(merged.value(_same_list(v, t), _same_list(v, f), n, v)
                        for v, t, f, n in zip(values, true_out, false_out, names))
@@ -133,6 +138,49 @@ def _static_ifelse(pred, true_fn, false_fn, values, names):
                               "false_outputs": tuple(merged.false_names)},
                              blocks=(true_block, false_block)))
     return result
+
+
+def _branch(program, outer, fn, label, count):
+    """The block of one branch of an if on a tensor condition and the values it gives its
+    ``count`` variables. A branch whose building raises (an explicit ``raise``, ``x[10]`` past
+    the end of ``x``, ...) becomes one raising that error, naming the user's line, when the
+    program takes it: eager Python raises it only then. Its values are :data:`UNREACHED`.
+    Returns ``(block, values, the error or None)``."""
+    first = len(program.blocks)
+    try:
+        return (*_build_branch(program, outer, fn, label), None)
+    except ConversionError:  # (an unsupported construct: the conversion fails)
+        raise
+    except Exception as exc:  # noqa: BLE001 - any error the branch would raise when run
+        block = program.blocks[first]
+        del program.blocks[first + 1:]  # (made by the branch's own nested control flow)
+        block.ops.clear()
+        error = _located_copy(exc)
+
+        def run():
+            raise error.with_traceback(None)
+        run.__qualname__ = f"raise {type(exc).__name__}"
+        with build_in(program, block):
+            py_func(run, [], [], has_side_effects=True)
+        return block, (UNREACHED,) * count, exc
+
+
+def _located_copy(exc: Exception) -> Exception:
+    """``exc`` with the user's file and line where it was raised added to its message."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if is_converted_code(tb.tb_frame.f_code):
+            where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if where is not None and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        text = linecache.getline(where[0], where[1]).strip()
+        try:
+            return type(exc)(f"{exc.args[0]}\n  File \"{where[0]}\", line {where[1]}, in "
+                             f"converted code" + (f"\n    {text}" if text else ""))
+        except Exception:  # noqa: BLE001 - an exception type taking other arguments
+            pass
+    return exc
 
 
 def _copy_lists(values):
@@ -158,6 +206,15 @@ def _same_list(before, after):
             and all(before[k] is after[k] for k in before):
         return before
     return after
+
+
+def _holds_tensors(value) -> bool:
+    """Whether ``value`` is or holds (in lists, tuples, dicts) a tensor or a static value."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensors(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_tensors(v) for v in value.values())
+    return is_tensor_array(value) or _tensorish(value) and not isinstance(value, _NUMBERS)
 
 
 def _describe(value) -> str:
@@ -205,6 +262,12 @@ class _Merge:
         self.true_names, self.false_names, self.outs = [], [], []
 
     def value(self, a, b, name, before=None):
+        if a is UNREACHED or b is UNREACHED:  # one branch raises: the other's value it is
+            other = b if a is UNREACHED else a
+            if is_undefined(other) or not _holds_tensors(other):
+                return other
+            stand_in = _zeros_for(self.program, other)
+            a, b = (stand_in, b) if a is UNREACHED else (a, stand_in)
         if a is b:
             return a  # unchanged by both branches (or the same object)
         for side in (a, b):

@@ -1,7 +1,8 @@
 """Placeholders for names that are not bound on every path."""
 from __future__ import annotations
 
-__all__ = ["UNDEFINED_RETURN", "Undefined", "Unmerged", "is_undefined", "return_value"]
+__all__ = ["UNDEFINED_RETURN", "UNREACHED", "Undefined", "Unmerged", "is_undefined",
+           "return_value"]
 
 
 class Undefined:
@@ -64,6 +65,8 @@ class Unmerged(Undefined):
 
 
 UNDEFINED_RETURN = Undefined("return value")
+# every value of a branch that raises when the program runs (it never gets past the raise)
+UNREACHED = Undefined("value of a branch that raises")
 
 
 def is_undefined(value) -> bool:
