@@ -1308,3 +1308,16 @@ def test_a_branch_that_raises_raises_only_when_the_program_takes_it(backend):
             g(hf.tensor([-1.0, -2.0]))
     with pytest.raises(IndexError):
         _past_the_end_on_one_path(hf.tensor([-1.0, -2.0]))
+
+
+def _or_past_the_end(x):
+    return (x.sum() > 0) or (x[5] > 0)
+
+
+def test_the_right_side_of_or_that_would_fail_fails_only_when_evaluated():
+    f = hf.jit.to_static(_or_past_the_end)
+    assert bool(f(hf.tensor([1.0, 2.0]))) is True  # short-circuited: x[5] never runs
+    with pytest.raises(IndexError, match=r"(.|\n)*x\[5\]"):
+        f(hf.tensor([-1.0, -2.0]))
+    with pytest.raises(IndexError):
+        _or_past_the_end(hf.tensor([-1.0, -2.0]))

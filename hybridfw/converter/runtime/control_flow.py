@@ -153,16 +153,23 @@ def _branch(program, outer, fn, label, count):
         raise
     except Exception as exc:  # noqa: BLE001 - any error the branch would raise when run
         block = program.blocks[first]
-        del program.blocks[first + 1:]  # (made by the branch's own nested control flow)
-        block.ops.clear()
-        error = _located_copy(exc)
-
-        def run():
-            raise error.with_traceback(None)
-        run.__qualname__ = f"raise {type(exc).__name__}"
-        with build_in(program, block):
-            py_func(run, [], [], has_side_effects=True)
+        raise_when_run(program, block, exc)
         return block, (UNREACHED,) * count, exc
+
+
+def raise_when_run(program, block, exc: Exception) -> None:
+    """Make ``block`` (a branch whose building raised ``exc``) a branch that raises ``exc``,
+    naming the user's line, when the program runs it: what it built so far goes, with the
+    blocks made after it (its own nested control flow)."""
+    del program.blocks[block.idx + 1:]
+    block.ops.clear()
+    error = _located_copy(exc)
+
+    def run():
+        raise error.with_traceback(None)
+    run.__qualname__ = f"raise {type(exc).__name__}"
+    with build_in(program, block):
+        py_func(run, [], [], has_side_effects=True)
 
 
 def _located_copy(exc: Exception) -> Exception:

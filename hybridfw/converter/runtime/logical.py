@@ -7,8 +7,9 @@ import operator
 
 from ...ops import elementwise as E
 from ...ops.registry import apply
-from ...static.control_flow import cond
-from .control_flow import is_static, to_predicate
+from ...static.control_flow import active_program, cond
+from ..errors import ConversionError
+from .control_flow import is_static, raise_when_run, to_predicate
 
 __all__ = [
     "convert_compare",
@@ -21,7 +22,14 @@ __all__ = [
 
 def _predicate_of(thunk, numbers=None):
     def build():
-        value = thunk()
+        try:
+            value = thunk()
+        except ConversionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - raised when the program evaluates this side
+            program = active_program()
+            raise_when_run(program, program.current_block(), exc)
+            value = False
         if numbers is not None:
             numbers.append(_number_like(value))
         return to_predicate(value) if is_static(value) else bool(value)
