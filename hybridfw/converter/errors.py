@@ -4,7 +4,8 @@ from __future__ import annotations
 import linecache
 import sys
 
-__all__ = ["ConversionError", "UnsupportedConstructError", "located", "user_frame"]
+__all__ = ["ConversionError", "UnsupportedConstructError", "add_user_location", "located",
+           "user_frame"]
 
 
 def _where(filename, lineno) -> str:
@@ -77,3 +78,30 @@ def located(message: str, exc_type=ConversionError):
     if issubclass(exc_type, ConversionError):
         return exc_type(message, frame.f_code.co_filename, frame.f_lineno)
     return exc_type(f"{message}\n  {_where(frame.f_code.co_filename, frame.f_lineno)}")
+
+
+def add_user_location(exc: BaseException) -> None:
+    """Name the user's file, line and source text in ``exc`` (raised by converted code), keeping
+    its type: the innermost converted-code frame of its traceback is the user's line."""
+    if isinstance(exc, ConversionError) and exc.filename is not None:
+        return
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if is_converted_code(tb.tb_frame.f_code):
+            where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if where is None or getattr(exc, "__hf_located__", False):
+        return
+    filename, lineno = where
+    text = linecache.getline(filename, lineno).strip()
+    location = f'File "{filename}", line {lineno}, in converted code' + \
+        (f"\n    {text}" if text else "")
+    if len(exc.args) == 1 and isinstance(exc.args[0], str) and not isinstance(exc, KeyError):
+        exc.args = (f"{exc.args[0]}\n  {location}",)
+    else:
+        exc.add_note(location)
+    try:
+        exc.__hf_located__ = True
+    except AttributeError:
+        pass

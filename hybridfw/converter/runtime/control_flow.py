@@ -6,8 +6,6 @@ their new values; each helper returns the values after the construct.
 """
 from __future__ import annotations
 
-import linecache
-
 import numpy as np
 
 from ...dtypes import bool_, int64, result_type
@@ -25,7 +23,7 @@ from ...static.control_flow import (
 )
 from ...static.ir import Operator, Variable
 from ...static.py_func import py_func
-from ..errors import ConversionError, is_converted_code, located, user_frame
+from ..errors import ConversionError, add_user_location, located, user_frame
 from .tensor_array import TensorArray, is_tensor_array
 from .undefined import UNREACHED, Unmerged, is_undefined
 
@@ -163,31 +161,13 @@ def raise_when_run(program, block, exc: Exception) -> None:
     blocks made after it (its own nested control flow)."""
     del program.blocks[block.idx + 1:]
     block.ops.clear()
-    error = _located_copy(exc)
+    add_user_location(exc)  # (its message names the user's line)
 
     def run():
-        raise error.with_traceback(None)
+        raise exc.with_traceback(None)
     run.__qualname__ = f"raise {type(exc).__name__}"
     with build_in(program, block):
         py_func(run, [], [], has_side_effects=True)
-
-
-def _located_copy(exc: Exception) -> Exception:
-    """``exc`` with the user's file and line where it was raised added to its message."""
-    where = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if is_converted_code(tb.tb_frame.f_code):
-            where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        tb = tb.tb_next
-    if where is not None and len(exc.args) == 1 and isinstance(exc.args[0], str):
-        text = linecache.getline(where[0], where[1]).strip()
-        try:
-            return type(exc)(f"{exc.args[0]}\n  File \"{where[0]}\", line {where[1]}, in "
-                             f"converted code" + (f"\n    {text}" if text else ""))
-        except Exception:  # noqa: BLE001 - an exception type taking other arguments
-            pass
-    return exc
 
 
 def _copy_lists(values):
