@@ -28,7 +28,10 @@ from .ops.functions import *  # noqa: F403 - the hf.<op> functions
 from .ops.functions import __all__ as _function_names
 from .random import manual_seed
 
-bool = bool_  # noqa: A001 - PyTorch's name hf.bool
+# PyTorch's dtype aliases (hf.bool, hf.float, hf.int...), as torch.float etc. Nothing in this
+# module calls the builtins they shadow.
+bool = bool_  # noqa: A001
+float, int = float32, int32  # noqa: A001
 double, half, long = float64, float16, int64
 dtype = DType
 
@@ -51,6 +54,7 @@ def __getattr__(name: str):
 __all__ = ["Tensor", "tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
            "randint", "rand_like", "randn_like", "manual_seed", "float16", "float32", "float64",
-           "int8", "int16", "int32", "int64", "uint8", "bool", "device", "Device",
-           "set_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "autograd", "cuda", "memory", "as_dtype", "get_default_dtype", *_function_names]
+           "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
+           "long", "device", "Device", "set_default_device", "no_grad", "enable_grad",
+           "set_grad_enabled", "is_grad_enabled", "autograd", "cuda", "memory", "as_dtype",
+           "get_default_dtype", *_function_names]

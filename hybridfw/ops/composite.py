@@ -10,7 +10,7 @@ import builtins
 import math
 from collections import namedtuple
 
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, bool_
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
 from .infer import normalize_dim, normalize_dims, numel
@@ -35,9 +35,10 @@ def _dim_count(x, dim):
     return numel(sizes)
 
 
-def sum(x, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001 - PyTorch's name
-    if dtype is not None:
-        x = apply(E.cast, x, dtype=as_dtype(dtype))
+# Argument names are PyTorch's (``input``, ``other``, ``exponent``...), so keyword calls ported
+# from PyTorch work: ``hf.sum(input=x, dim=0)``.
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A002
+    x = input if dtype is None else apply(E.cast, input, dtype=as_dtype(dtype))
     return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim)
 
 
@@ -47,18 +48,21 @@ def _dims_attr(dim):
     return tuple(dim)
 
 
-def mean(x, dim=None, keepdim: bool = False, *, dtype=None):
-    if dtype is not None:
-        x = apply(E.cast, x, dtype=as_dtype(dtype))
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    x = input if dtype is None else apply(E.cast, input, dtype=as_dtype(dtype))
     if not x.dtype.is_floating_point:
         raise TypeError(f"mean: input dtype must be floating point, got {x.dtype}; cast it "
                         "first (x.float())")
     return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim) / _dim_count(x, dim)
 
 
-def var(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
+        correction=None):
     """Variance, unbiased by default (``correction=1``); PyTorch's legacy positional forms
-    ``var(x, dim, unbiased, keepdim)`` and ``var(x, unbiased)`` work too."""
+    ``var(x, dim, unbiased, keepdim)`` and ``var(x, unbiased)`` work too. Where ``correction``
+    is at least the number of elements reduced, the result is inf (nan for zero spread), as
+    in PyTorch."""
+    x = input
     if isinstance(dim, bool):  # var(x, True): the legacy unbiased flag in dim's place
         dim, unbiased = None, dim
     if correction is None:
@@ -71,21 +75,28 @@ def var(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     centered = x - apply(R.sum_, x, dim=dim, keepdim=True) / _dim_count(x, dim)
     n = _dim_count(x, dim) - correction
     total = apply(R.sum_, centered * centered, dim=dim, keepdim=keepdim)
-    if isinstance(n, TensorLike):  # known at run time only (PyTorch gives inf/nan for n <= 0)
-        return total / n
-    return total / n if n > 0 else total * math.nan
+    # PyTorch divides by max(n, 0): a sum over no degrees of freedom is inf, or nan if it is 0
+    if isinstance(n, TensorLike):  # known at run time only
+        return total / apply(E.maximum, n, 0)
+    return total / n if n > 0 else total * math.inf
 
 
-def std(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def std(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
+        correction=None):
     """Standard deviation (same arguments as :func:`var`)."""
-    return apply(E.sqrt, var(x, dim, unbiased, keepdim, correction=correction))
+    return apply(E.sqrt, var(input, dim, unbiased, keepdim, correction=correction))
 
 
-def logsumexp(x, dim, keepdim: bool = False):
-    dim = _dims_attr(dim)
-    m = apply(R.amax, x, dim=dim, keepdim=True)
-    m = apply(E.where, apply(E.isfinite, m), m, 0.0)
-    out = apply(E.log, apply(R.sum_, apply(E.exp, x - m), dim=dim, keepdim=True)) + m
+def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
+    """``log(sum(exp(input), dim))``, computed stably; -inf over an empty dim."""
+    x, dim = input, _dims_attr(dim)
+    if any(x.shape[d] == 0 for d in normalize_dims("logsumexp", dim, x.ndim)):
+        # an empty dim has no max to shift by (nor needs one): log(0) = -inf
+        out = apply(E.log, apply(R.sum_, apply(E.exp, x), dim=dim, keepdim=True))
+    else:
+        m = apply(R.amax, x, dim=dim, keepdim=True)
+        m = apply(E.where, apply(E.isfinite, m), m, 0.0)
+        out = apply(E.log, apply(R.sum_, apply(E.exp, x - m), dim=dim, keepdim=True)) + m
     if not keepdim:
         out = squeeze(out, dim if dim is not None else tuple(range(x.ndim)))
     return out
@@ -106,26 +117,40 @@ def _extreme(name, reduce_op, arg_op, x, dim, keepdim):
     return MinMax(values, indices)
 
 
-def max(x, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
+def max(input, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001,A002
     """Without ``dim``: the largest element. With ``dim``: ``(values, indices)``."""
     if other is not None:
         dim = other
     if isinstance(dim, TensorLike):
-        return apply(E.maximum, x, dim)
-    return _extreme("max", R.amax, R.argmax, x, dim, keepdim)
+        return apply(E.maximum, input, dim)
+    return _extreme("max", R.amax, R.argmax, input, dim, keepdim)
 
 
-def min(x, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
+def min(input, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001,A002
     if other is not None:
         dim = other
     if isinstance(dim, TensorLike):
-        return apply(E.minimum, x, dim)
-    return _extreme("min", R.amin, R.argmin, x, dim, keepdim)
+        return apply(E.minimum, input, dim)
+    return _extreme("min", R.amin, R.argmin, input, dim, keepdim)
 
 
-def reshape(x, *shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
+def _sizes_argument(op: str, sizes: tuple, keyword: str, value) -> tuple:
+    """The sizes of ``reshape(x, 2, 3)``, ``reshape(x, (2, 3))`` or ``reshape(x, shape=(2,
+    3))`` (``keyword``/``value``: PyTorch's keyword form) as one tuple."""
+    if value is not None:
+        if sizes:
+            raise TypeError(f"{op}: pass the sizes either positionally or as {keyword}=, "
+                            "not both")
+        return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        return tuple(sizes[0])
+    return sizes
+
+
+def reshape(input, *sizes, shape=None):  # noqa: A002
+    """``input`` with a new shape (``reshape(x, 2, 3)``, ``reshape(x, (2, 3))`` or
+    ``reshape(x, shape=(2, 3))``; one size may be -1)."""
+    x, shape = input, _sizes_argument("reshape", sizes, "shape", shape)
     dynamic = S.size_entries(shape, own=x)  # sizes a static program knows when it runs
     if dynamic is not None:
         plain = S.static_reshape_shape(x, *dynamic)
@@ -135,25 +160,26 @@ def reshape(x, *shape):
     return apply(S.reshape, x, shape=tuple(int(s) for s in shape))
 
 
-def permute(x, *dims, **kwargs):
-    if kwargs:  # PyTorch's keyword form: permute(x, dims=(...))
-        if set(kwargs) != {"dims"} or dims:
-            raise TypeError(f"permute() got unexpected arguments {sorted(kwargs)}")
-        dims = (kwargs["dims"],)
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        dims = tuple(dims[0])
-    return apply(S.permute, x, dims=tuple(normalize_dim("permute", d, x.ndim) for d in dims))
+def permute(input, *order, dims=None):  # noqa: A002
+    """``input`` with its dims reordered: ``permute(x, 1, 0)``, ``permute(x, (1, 0))`` or
+    ``permute(x, dims=(1, 0))``."""
+    order = _sizes_argument("permute", order, "dims", dims)
+    return apply(S.permute, input,
+                 dims=tuple(normalize_dim("permute", d, input.ndim) for d in order))
 
 
-def transpose(x, dim0: int, dim1: int):
+def transpose(input, dim0: int, dim1: int):  # noqa: A002
+    x = input
     d0 = normalize_dim("transpose", dim0, x.ndim)
     d1 = normalize_dim("transpose", dim1, x.ndim)
     dims = list(range(x.ndim))
-    dims[d0], dims[d1] = dims[d1], dims[d0]
+    if dims:  # a 0-d tensor takes dims 0/-1 and stays as it is
+        dims[d0], dims[d1] = dims[d1], dims[d0]
     return apply(S.permute, x, dims=tuple(dims))
 
 
-def flatten(x, start_dim: int = 0, end_dim: int = -1):
+def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
+    x = input
     if x.ndim == 0:
         return apply(S.reshape, x, shape=(1,))
     s = normalize_dim("flatten", start_dim, x.ndim)
@@ -166,8 +192,9 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1):
                             _own_dims(x, range(e + 1, x.ndim)))
 
 
-def unflatten(x, dim: int, sizes):
+def unflatten(input, dim: int, sizes):  # noqa: A002
     """Dim ``dim`` split into ``sizes`` (one may be -1), as ``torch.unflatten``."""
+    x = input
     d = normalize_dim("unflatten", dim, x.ndim)
     sizes = tuple(int(s) for s in sizes)
     return _reshape_keeping(x, _own_dims(x, range(d)) + list(sizes) +
@@ -193,7 +220,8 @@ def _reshape_keeping(x, entries):
     return apply(S.reshape_dynamic, x, shape=entries)
 
 
-def squeeze(x, dim=None):
+def squeeze(input, dim=None):  # noqa: A002
+    x = input
     if dim is None:
         dims = tuple(i for i, s in enumerate(x.shape) if s == 1)
     else:
@@ -203,16 +231,17 @@ def squeeze(x, dim=None):
     return apply(S.reshape, x, shape=tuple(s for i, s in enumerate(x.shape) if i not in dims))
 
 
-def unsqueeze(x, dim: int):
-    d = normalize_dim("unsqueeze", dim, x.ndim, extra=1)
-    shape = tuple(x.shape)
-    return apply(S.reshape, x, shape=shape[:d] + (1,) + shape[d:])
+def unsqueeze(input, dim: int):  # noqa: A002
+    d = normalize_dim("unsqueeze", dim, input.ndim, extra=1)
+    shape = tuple(input.shape)
+    return apply(S.reshape, input, shape=shape[:d] + (1,) + shape[d:])
 
 
-def expand(x, *sizes):
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        sizes = tuple(sizes[0])
-    return apply(S.broadcast_to, x, shape=_static_sizes("expand", x, sizes))
+def expand(input, *sizes, size=None):  # noqa: A002
+    """``input`` broadcast to ``sizes`` (-1 keeps a dim): ``expand(x, 3, 4)``, ``expand(x, (3,
+    4))`` or ``expand(x, size=(3, 4))``."""
+    sizes = _sizes_argument("expand", sizes, "size", size)
+    return apply(S.broadcast_to, input, shape=_static_sizes("expand", input, sizes))
 
 
 def _static_sizes(op: str, x, sizes) -> tuple:
@@ -236,14 +265,24 @@ def _static_sizes(op: str, x, sizes) -> tuple:
     return tuple(out)
 
 
-def broadcast_to(x, shape):
-    return apply(S.broadcast_to, x, shape=_static_sizes("broadcast_to", x, tuple(shape)))
+def broadcast_to(input, size):  # noqa: A002
+    return apply(S.broadcast_to, input,
+                 shape=_static_sizes("broadcast_to", input, tuple(size)))
+
+
+def _check_not_0d(op: str, x) -> None:
+    if x.ndim == 0:
+        raise ValueError(f"{op}: expects a tensor of at least 1 dim, got a 0-d tensor")
 
 
 def cat(tensors, dim: int = 0):
     tensors = tuple(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise ValueError(f"cat: the 0-d tensor at position {i} cannot be concatenated; "
+                             "use hf.stack, or unsqueeze it first")
     if len(tensors) == 1:
         return tensors[0]
     return apply(S.concat, *tensors, dim=normalize_dim("cat", dim, tensors[0].ndim))
@@ -263,11 +302,14 @@ def stack(tensors, dim: int = 0):
     return parts[0] if len(parts) == 1 else apply(S.concat, *parts, dim=d)
 
 
-def narrow(x, dim: int, start: int, length: int):
-    return I.narrow(x, normalize_dim("narrow", dim, x.ndim), start, length)
+def narrow(input, dim: int, start: int, length: int):  # noqa: A002
+    _check_not_0d("narrow", input)
+    return I.narrow(input, normalize_dim("narrow", dim, input.ndim), start, length)
 
 
-def split(x, split_size_or_sections, dim: int = 0):
+def split(tensor, split_size_or_sections, dim: int = 0):
+    x = tensor
+    _check_not_0d("split", x)
     d = normalize_dim("split", dim, x.ndim)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -288,9 +330,11 @@ def split(x, split_size_or_sections, dim: int = 0):
     return tuple(out)
 
 
-def chunk(x, chunks: int, dim: int = 0):
+def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
+    x = input
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    _check_not_0d("chunk", x)
     d = normalize_dim("chunk", dim, x.ndim)
     size = -(-x.shape[d] // chunks) if x.shape[d] else 1
     return split(x, size, d)
@@ -301,19 +345,41 @@ def getitem(x, index, to_tensor):
     return apply(I.getitem, x, *tensors, spec=spec)
 
 
-def index_select(x, dim: int, index):
+def index_select(input, dim: int, index):  # noqa: A002
+    """The entries of ``input`` at positions ``index`` (an integer tensor of 1 dim, or 0 dims)
+    along ``dim``; on a 0-d input, a 0-d result (``index`` then holds one 0 or -1)."""
+    x = input
     d = normalize_dim("index_select", dim, x.ndim)
-    if index.ndim != 1:
-        raise ValueError(f"index_select: index must be 1-D, got shape {index.shape}")
+    if not isinstance(index, TensorLike) or index.dtype.is_floating_point or \
+            index.dtype is bool_:
+        raise TypeError(f"index_select: index must be an integer tensor, got "
+                        f"{getattr(index, 'dtype', type(index).__name__)}")
+    if index.ndim > 1:
+        raise ValueError(f"index_select: index must be 1-D, got shape {tuple(index.shape)}")
+    if x.ndim == 0:
+        if index.ndim and index.shape[0] != 1:
+            raise ValueError(f"index_select: the index of a 0-d input must hold one value, "
+                             f"got shape {tuple(index.shape)}")
+        picked = index_select(apply(S.reshape, x, shape=(1,)), 0,
+                              apply(S.reshape, index, shape=(1,)))
+        return apply(S.reshape, picked, shape=())
+    if index.ndim == 0:
+        index = apply(S.reshape, index, shape=(1,))
     spec = (("slice", None, None, None),) * d + (("tensor",),)
     return apply(I.getitem, x, index, spec=spec)
 
 
-def gather(x, dim: int, index):
-    return apply(I.gather, x, index, dim=normalize_dim("gather", dim, x.ndim))
+def gather(input, dim: int, index):  # noqa: A002
+    d = normalize_dim("gather", dim, input.ndim)
+    if input.ndim == 0 and index.ndim == 0:  # PyTorch's 0-d gather: the value at index 0/-1
+        out = apply(I.gather, apply(S.reshape, input, shape=(1,)),
+                    apply(S.reshape, index, shape=(1,)), dim=0)
+        return apply(S.reshape, out, shape=())
+    return apply(I.gather, input, index, dim=d)
 
 
-def masked_fill(x, mask, value):
+def masked_fill(input, mask, value):  # noqa: A002
+    x = input
     if isinstance(value, TensorLike):
         value = apply(E.cast, value, dtype=x.dtype) if value.dtype is not x.dtype else value
     elif not x.dtype.is_floating_point and isinstance(value, float):
@@ -322,7 +388,8 @@ def masked_fill(x, mask, value):
     return out if out.dtype is x.dtype else apply(E.cast, out, dtype=x.dtype)
 
 
-def clamp(x, min=None, max=None):  # noqa: A002
+def clamp(input, min=None, max=None):  # noqa: A002
+    x = input
     if isinstance(min, TensorLike) or isinstance(max, TensorLike):
         if min is not None:
             x = apply(E.maximum, x, min)
@@ -332,28 +399,28 @@ def clamp(x, min=None, max=None):  # noqa: A002
     return apply(E.clamp, x, min=min, max=max)
 
 
-def where(condition, x, y):
-    return apply(E.where, condition, x, y)
+def where(condition, input, other):  # noqa: A002
+    return apply(E.where, condition, input, other)
 
 
-def maximum(a, b):
-    return apply(E.maximum, a, b)
+def maximum(input, other):  # noqa: A002
+    return apply(E.maximum, input, other)
 
 
-def minimum(a, b):
-    return apply(E.minimum, a, b)
+def minimum(input, other):  # noqa: A002
+    return apply(E.minimum, input, other)
 
 
-def pow(a, b):  # noqa: A001
-    return apply(E.pow_, a, b)
+def pow(input, exponent):  # noqa: A001,A002
+    return apply(E.pow_, input, exponent)
 
 
-def abs(a):  # noqa: A001
-    return apply(E.abs_, a)
+def abs(input):  # noqa: A001,A002
+    return apply(E.abs_, input)
 
 
-def matmul(a, b):
-    return apply(L.matmul, a, b)
+def matmul(input, other):  # noqa: A002
+    return apply(L.matmul, input, other)
 
 
 def einsum(equation: str, *operands):
@@ -363,20 +430,20 @@ def einsum(equation: str, *operands):
     return apply(L.einsum, *operands, equation=",".join(specs) + "->" + out)
 
 
-def prod(x, dim=None, keepdim: bool = False):
-    return apply(R.prod, x, dim=_dims_attr(dim), keepdim=keepdim)
+def prod(input, dim=None, keepdim: bool = False):  # noqa: A002
+    return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
 
 
-def cumsum(x, dim: int):
-    return apply(R.cumsum, x, dim=normalize_dim("cumsum", dim, x.ndim))
+def cumsum(input, dim: int):  # noqa: A002
+    return apply(R.cumsum, input, dim=normalize_dim("cumsum", dim, input.ndim))
 
 
-def argmax(x, dim=None, keepdim: bool = False):
-    return apply(R.argmax, x, dim=dim, keepdim=keepdim)
+def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
+    return apply(R.argmax, input, dim=dim, keepdim=keepdim)
 
 
-def argmin(x, dim=None, keepdim: bool = False):
-    return apply(R.argmin, x, dim=dim, keepdim=keepdim)
+def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
+    return apply(R.argmin, input, dim=dim, keepdim=keepdim)
 
 
 def reduce_grad(g, shape, dtype):

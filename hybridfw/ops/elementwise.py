@@ -123,8 +123,33 @@ def _pow_grad_exponent(g, out, a, b):
     return apply(where, (a == 0) & (b >= 0), 0.0, grad)
 
 
-pow_ = register("pow", infer=_arith_infer("pow"), kernel=_ufunc_kernel("power"), supports_out=True,
-                save=(0, 1), save_output=True, vjp=(_pow_grad_base, _pow_grad_exponent))
+def _is_integral(x) -> bool:
+    """An integer or bool array, or a Python int/bool."""
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    return kind in ("i", "u", "b") if kind is not None else isinstance(x, int)
+
+
+def _pow_kernel(xp, a, b, out=None):
+    """``a ** b``; integers raised to a tensor of exponents follow PyTorch where some are
+    negative: ``a ** -k`` is 0, except 1 (always 1) and -1 (+-1). numpy refuses those, as it
+    (and PyTorch) refuses a negative Python-number exponent of an integer tensor."""
+    if getattr(getattr(b, "dtype", None), "kind", None) == "i" and _is_integral(a):
+        magnitude = xp.power(a, xp.abs(b), out=out)
+        return xp.multiply(magnitude, (b >= 0) | (abs(a) == 1), out=out)  # a: maybe a number
+    if out is None:
+        return xp.power(a, b)
+    return xp.power(a, b, out=out)
+
+
+def _pow_lower(ctx, a, b):
+    if ctx.dtype in ("np.int8", "np.int16", "np.int32", "np.int64"):  # as the kernel does
+        return f"(np.power({a}, abs({b})) if {b} >= 0 or abs({a}) == 1 else {ctx.const(0)})"
+    return ctx.ufunc("power", a, b)
+
+
+pow_ = register("pow", infer=_arith_infer("pow"), kernel=_pow_kernel, supports_out=True,
+                lower=elementwise_rule(_pow_lower), save=(0, 1), save_output=True,
+                vjp=(_pow_grad_base, _pow_grad_exponent))
 
 
 def _max_grad(g, out, a, b):  # ties split the gradient evenly, as PyTorch does
@@ -177,7 +202,17 @@ def _sign_infer(a):
     return a.shape, a.dtype, None
 
 
-sign = register("sign", infer=_sign_infer, kernel=_ufunc_kernel("sign"), supports_out=True,
+def _sign_kernel(xp, a, out=None):
+    if a.dtype.kind == "b":  # the sign of a bool is itself (numpy has no bool sign)
+        if out is None:
+            return a.copy()
+        out[...] = a
+        return out
+    return xp.sign(a, out=out)
+
+
+sign = register("sign", infer=_sign_infer, kernel=_sign_kernel, supports_out=True,
+                lower=ufunc_rule("sign"),
                 vjp=(lambda g, out, a: g * 0,))
 abs_ = register("abs", infer=_same_infer, kernel=_ufunc_kernel("absolute"), supports_out=True,
                 save=(0,), vjp=(lambda g, out, a: g * apply(sign, a),))

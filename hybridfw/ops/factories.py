@@ -89,25 +89,28 @@ def _creation(op, x, shape, **attrs):
     return apply(op, shape=shape, **attrs)
 
 
-def full_like(x, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
-    shape, dt, dev = _like(x, dtype, device)
-    return _grad(_creation(K.full, x, shape, value=fill_value, dtype=dt, device=dev),
+def full_like(input, fill_value, *, dtype=None, device=None,  # noqa: A002 - PyTorch's name
+              requires_grad: bool = False):
+    shape, dt, dev = _like(input, dtype, device)
+    return _grad(_creation(K.full, input, shape, value=fill_value, dtype=dt, device=dev),
                  requires_grad)
 
 
-def zeros_like(x, *, dtype=None, device=None, requires_grad: bool = False):
-    return full_like(x, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
+    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(x, *, dtype=None, device=None, requires_grad: bool = False):
-    return full_like(x, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
+    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 empty_like = zeros_like
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
-    """``arange(5)``, ``arange(1, 5)``, ``arange(0, 1, 0.25)``; ints give int64, else float32."""
+def arange(start=0, end=None, step=1, *, dtype=None, device=None,
+           requires_grad: bool = False):
+    """``arange(5)``, ``arange(1, 5)``, ``arange(0, 1, 0.25)``, ``arange(end=5)``; ints give
+    int64, else float32."""
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -149,7 +152,7 @@ def normal(mean: float, std: float, size, *, dtype=None, device=None):
                  dtype=_dt(dtype), device=_dev(device))
 
 
-def randint(low, high=None, size=None, *, dtype=None, device=None):
+def randint(low=0, high=None, size=None, *, dtype=None, device=None):
     """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
     if size is None:
         if high is None or not isinstance(high, (tuple, list)):
@@ -159,13 +162,15 @@ def randint(low, high=None, size=None, *, dtype=None, device=None):
                  dtype=as_dtype(dtype) if dtype is not None else int64, device=_dev(device))
 
 
-def rand_like(x, *, dtype=None, device=None):
-    """Uniform samples in [0, 1) of ``x``'s shape (in a static program, its run-time shape)."""
-    shape, dt, dev = _like(x, dtype, device)
-    return _creation(K.uniform, x, shape, low=0.0, high=1.0, dtype=dt, device=dev)
+def rand_like(input, *, dtype=None, device=None):  # noqa: A002
+    """Uniform samples in [0, 1) of ``input``'s shape (in a static program, its run-time
+    shape)."""
+    shape, dt, dev = _like(input, dtype, device)
+    return _creation(K.uniform, input, shape, low=0.0, high=1.0, dtype=dt, device=dev)
 
 
-def randn_like(x, *, dtype=None, device=None):
-    """Standard normal samples of ``x``'s shape (in a static program, its run-time shape)."""
-    shape, dt, dev = _like(x, dtype, device)
-    return _creation(K.normal, x, shape, mean=0.0, std=1.0, dtype=dt, device=dev)
+def randn_like(input, *, dtype=None, device=None):  # noqa: A002
+    """Standard normal samples of ``input``'s shape (in a static program, its run-time
+    shape)."""
+    shape, dt, dev = _like(input, dtype, device)
+    return _creation(K.normal, input, shape, mean=0.0, std=1.0, dtype=dt, device=dev)

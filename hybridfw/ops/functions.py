@@ -61,8 +61,16 @@ def _binary(op, name):
     return fn
 
 
-add = _binary(E.add, "add")
-sub = _binary(E.sub, "sub")
+def add(input, other, *, alpha=1):  # noqa: A002
+    """``input + alpha * other`` with broadcasting."""
+    return apply(E.add, input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):  # noqa: A002
+    """``input - alpha * other`` with broadcasting."""
+    return apply(E.sub, input, other if alpha == 1 else other * alpha)
+
+
 mul = _binary(E.mul, "mul")
 div = _binary(E.div, "div")
 eq = _binary(E.eq, "eq")

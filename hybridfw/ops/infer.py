@@ -53,26 +53,35 @@ def broadcast_shapes(op: str, *shapes) -> tuple:
 
 
 def normalize_dim(op: str, dim: int, ndim: int, *, extra: int = 0) -> int:
-    """Turn a possibly negative ``dim`` into 0..ndim-1+extra, with a clear error."""
+    """Turn a possibly negative ``dim`` into 0..ndim-1+extra, with a clear error.
+
+    A 0-d tensor takes ``dim`` 0 or -1 (as in PyTorch, which treats it as having one dim for
+    this check); both give 0, and the caller handles the 0-d case (see :func:`normalize_dims`).
+    """
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be an int, got {dim!r}")
     n = ndim + extra
-    if not -n <= dim < max(n, 1):
+    bound = max(n, 1)
+    if not -bound <= dim < bound:
         raise IndexError(f"{op}: dim {dim} is out of range for a tensor of {ndim} dims "
-                         f"(expected {-n} <= dim < {n})")
+                         f"(expected {-bound} <= dim < {bound})")
     return dim % n if n else 0
 
 
 def normalize_dims(op: str, dim, ndim: int) -> tuple:
-    """``dim`` None (all), an int or a sequence -> sorted tuple of distinct non-negative dims."""
+    """``dim`` None (all), an int or a sequence -> sorted tuple of distinct non-negative dims.
+
+    On a 0-d tensor, ``dim`` 0 or -1 names no real dim: the result is ``()``, so a reduction
+    over it returns the 0-d value itself, as PyTorch's ``tensor(3.).sum(0)`` does."""
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, int):
-        return (normalize_dim(op, dim, ndim),)
+        d = normalize_dim(op, dim, ndim)
+        return (d,) if ndim else ()
     dims = tuple(normalize_dim(op, d, ndim) for d in dim)
     if len(set(dims)) != len(dims):
         raise ValueError(f"{op}: dim {tuple(dim)} repeats a dimension")
-    return tuple(sorted(dims))
+    return tuple(sorted(dims)) if ndim else ()
 
 
 def float_result(dt: DType) -> DType:

@@ -253,6 +253,10 @@ class TensorMethods(TensorLike):
     def masked_fill(self, mask, value):
         return C.masked_fill(self, mask, value)
 
+    def masked_fill_(self, mask, value):
+        """In place: ``value`` where ``mask`` is True (``mask`` broadcasts to this shape)."""
+        return self.copy_(C.masked_fill(self, mask, value))
+
     # ---- reductions -------------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         return C.sum(self, dim, keepdim, dtype=dtype)
@@ -300,10 +304,11 @@ class TensorMethods(TensorLike):
         return (self != 0).sum() > 0
 
     # ---- shape ------------------------------------------------------------------------------
-    def reshape(self, *shape):
-        return C.reshape(self, *shape)
+    def reshape(self, *sizes, shape=None):
+        return C.reshape(self, *sizes, shape=shape)
 
-    view = reshape
+    def view(self, *shape, size=None):
+        return C.reshape(self, *C._sizes_argument("view", shape, "size", size))
 
     def flatten(self, start_dim=0, end_dim=-1):
         return C.flatten(self, start_dim, end_dim)
@@ -320,17 +325,17 @@ class TensorMethods(TensorLike):
     def transpose(self, dim0, dim1):
         return C.transpose(self, dim0, dim1)
 
-    def permute(self, *dims, **kwargs):
-        return C.permute(self, *dims, **kwargs)
+    def permute(self, *order, dims=None):
+        return C.permute(self, *order, dims=dims)
 
-    def expand(self, *sizes):
-        return C.expand(self, *sizes)
+    def expand(self, *sizes, size=None):
+        return C.expand(self, *sizes, size=size)
 
     def expand_as(self, other):
         return C.expand(self, tuple(other.shape))
 
-    def broadcast_to(self, shape):
-        return C.broadcast_to(self, shape)
+    def broadcast_to(self, size):
+        return C.broadcast_to(self, size)
 
     def view_as(self, other):
         return C.reshape(self, tuple(other.shape))
@@ -338,8 +343,8 @@ class TensorMethods(TensorLike):
     def reshape_as(self, other):
         return C.reshape(self, tuple(other.shape))
 
-    def split(self, split_size_or_sections, dim=0):
-        return C.split(self, split_size_or_sections, dim)
+    def split(self, split_size, dim=0):  # PyTorch's method names it split_size
+        return C.split(self, split_size, dim)
 
     def chunk(self, chunks, dim=0):
         return C.chunk(self, chunks, dim)
@@ -352,6 +357,13 @@ class TensorMethods(TensorLike):
 
     def index_select(self, dim, index):
         return C.index_select(self, dim, index)
+
+    def t(self):
+        """The transpose of a matrix; a tensor of 0 or 1 dims as it is (PyTorch's ``t()``)."""
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor of at most 2 dims, got shape "
+                             f"{tuple(self.shape)}; use transpose(dim0, dim1) or mT")
+        return C.permute(self, *reversed(range(self.ndim)))
 
     @property
     def T(self):  # noqa: N802 - PyTorch's name
@@ -388,13 +400,13 @@ class TensorMethods(TensorLike):
     def type_as(self, other):
         return self.astype(other.dtype)
 
-    def new_zeros(self, *size, dtype=None):
+    def new_zeros(self, *sizes, size=None, dtype=None):
         from .factories import zeros  # noqa: PLC0415
-        return zeros(*size, dtype=dtype or self.dtype, device=self.device)
+        return zeros(*sizes, size=size, dtype=dtype or self.dtype, device=self.device)
 
-    def new_ones(self, *size, dtype=None):
+    def new_ones(self, *sizes, size=None, dtype=None):
         from .factories import ones  # noqa: PLC0415
-        return ones(*size, dtype=dtype or self.dtype, device=self.device)
+        return ones(*sizes, size=size, dtype=dtype or self.dtype, device=self.device)
 
     def new_full(self, size, fill_value, *, dtype=None):
         from .factories import full  # noqa: PLC0415

@@ -1,7 +1,8 @@
 """Reduction primitives: sum, amax/amin, argmax/argmin, prod, cumsum.
 
 ``dim`` is None (all dims), an int, or a tuple; the public wrappers pass it on as given and
-``infer`` validates it. Integer and bool sums accumulate in int64, as in PyTorch.
+``infer`` validates it. Integer and bool sums accumulate in int64, float16 sums and cumulative
+sums in float32 (the result cast back to float16), as in PyTorch.
 """
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ def _reduced_shape(shape, dims, keepdim):
 
 
 def _axis(dim, ndim):
-    """numpy's axis argument for a normalized dim tuple (None means all)."""
+    """numpy's axis argument for a validated ``dim`` (None means all; on a 0-d array, dim 0 or
+    -1 names no real dim: nothing is reduced)."""
     if dim is None:
         return None
+    if not ndim:
+        return ()
     if isinstance(dim, int):
         return dim
     return tuple(dim)
@@ -44,8 +48,22 @@ def _sum_infer(a, *, dim=None, keepdim=False):
     return _reduced_shape(a.shape, dims, keepdim), dt, None
 
 
+def _accumulate_dtype(a):
+    """The dtype a sum of ``a`` accumulates in: its own for float32/64, float32 for float16
+    (2048 + 1 is 2048 in float16), int64 for integers and bools."""
+    if a.dtype.kind == "f":
+        return "float32" if a.dtype.itemsize == 2 else None
+    return "int64"
+
+
 def _sum_kernel(xp, a, *, dim=None, keepdim=False, out=None):
-    dt = None if a.dtype.kind == "f" else "int64"
+    dt = _accumulate_dtype(a)
+    if dt == "float32":  # float16: accumulate in float32, hand back float16
+        total = xp.sum(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt)
+        if out is None:
+            return total.astype(a.dtype)
+        out[...] = total
+        return out
     if xp is np:  # the ufunc method directly: np.sum adds microseconds of wrapping per call
         return np.add.reduce(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt, out=out)
     return xp.sum(a, axis=_axis(dim, a.ndim), keepdims=keepdim, dtype=dt, out=out)
@@ -174,10 +192,10 @@ def _cumsum_infer(a, *, dim):
 
 
 def _cumsum_kernel(xp, a, *, dim):
-    dt = None if a.dtype.kind == "f" else "int64"
+    result = a.dtype if a.dtype.kind == "f" else "int64"
     if a.ndim == 0:
-        return a.astype(dt or a.dtype)
-    return xp.cumsum(a, axis=dim, dtype=dt)
+        return a.astype(result)
+    return xp.cumsum(a, axis=dim, dtype=_accumulate_dtype(a)).astype(result, copy=False)
 
 
 def _cumsum_grad(g, out, a, *, dim):
