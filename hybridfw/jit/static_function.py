@@ -129,6 +129,8 @@ class _Outputs:
             if program.global_block().find_var(value.name) is None:
                 from ..static.builder import _escaped
                 raise ConversionError(_escaped("return", value.name))
+            if value.name in program.stale:
+                raise ConversionError(f"return: {program.stale[value.name]}")
             guard = program.maybe_undefined.get(value.name)
             if guard is not None:  # assigned on one path of an if only
                 if not is_generated(guard[1]):  # return y: eager raises UnboundLocalError

@@ -64,17 +64,22 @@ class StaticInterpreter:
     def apply(self, op, args, attrs):
         operands = tuple(self._operand(a) for a in args)
         block = self.program.current_block()
-        guarded = self.program.maybe_undefined
+        guarded, stale = self.program.maybe_undefined, self.program.stale
         for o in operands:
             if o.__class__ is Variable:
                 if block.find_var(o.name) is None:
                     raise ValueError(_escaped(op.name, o.name))
                 if guarded and o.name in guarded:
                     require_defined(self.program, o.name)
+                if stale and o.name in stale:
+                    raise ValueError(f"{op.name}: {stale[o.name]}")
         shape, dtype, _ = op.infer(*operands, **attrs)
         out = block.create_var(shape, dtype)
         block.append_op(Operator(op.name, [o.name if isinstance(o, Variable) else o
                                            for o in operands], [out.name], attrs))
+        if op.name in _TRACKED_VIEWS and len(operands) == 1 and operands[0].__class__ is Variable:
+            self.program.view_links.setdefault(operands[0].name, []).append((out, op, attrs))
+            self.program.view_bases[out.name] = (operands[0], op, attrs)
         numbers = self.program.python_scalars
         if numbers and _all_numbers(operands, numbers):  # x.item() + 1: a number too
             numbers.add(out.name)
@@ -92,20 +97,54 @@ class StaticInterpreter:
         if tuple(out.shape) != tuple(target.shape) and -1 not in target.shape:
             raise ValueError(f"{op.name}: in-place result of shape {out.shape} does not match "
                              f"the target of shape {target.shape}")
-        block = out.block
         old_name = target.name
-        if block.idx != 0:  # (to_static refuses to write such an update of an argument back)
+        if out.block.idx != 0:  # (to_static refuses to write such an update of an argument back)
             self.program.updated_in_blocks.add(old_name)
-        # the old value keeps its name (earlier operators read it); the Python object the user
-        # holds becomes the new value
-        target.block.vars[old_name] = Variable(target.block, old_name, target.shape,
-                                               target.dtype, target.persistable)
-        target.name = out.name
-        target.block = block
-        target.persistable = False
-        target.dtype = out.dtype
-        block.vars[out.name] = target
+        _rebind(target, out)
+        # as in eager code, views of the old value see the update, and an update of a view
+        # writes through to the value it views
+        self._refresh_views(old_name, target)
+        source = self.program.view_bases.get(old_name)
+        if source is not None:
+            if source[0].block is out.block:
+                self._write_through(target, *source)
+            else:
+                self.program.stale[source[0].name] = _stale_message(
+                    "a view of it was updated in place", source[0].name)
         return target
+
+    def _refresh_views(self, old_name: str, value: Variable) -> None:
+        """Each view taken of ``old_name`` (now ``value``'s previous value) is taken again
+        from ``value``; the Python object the user holds becomes the new view. A view taken
+        outside the branch or loop body making the update cannot follow it: a later use of
+        it is an error (never a stale value)."""
+        links = self.program.view_links
+        for view, op, attrs in links.pop(old_name, ()):
+            previous = view.name
+            if view.block is not value.block:
+                self.program.stale[previous] = _stale_message(
+                    "it is a view, and the value it views was updated in place", previous)
+                continue
+            _rebind(view, self.apply(op, (value,), attrs))
+            links[value.name][-1] = (view, op, attrs)  # (the user's object, not the fresh one)
+            self._refresh_views(previous, view)
+
+    def _write_through(self, view: Variable, base: Variable, op, attrs) -> None:
+        """``base`` updated with the new value of ``view`` (one of its views)."""
+        if op.name == "getitem":
+            self.apply_inplace(get_op("index_put"), base, (base, view), {"spec": attrs["spec"]})
+        elif op.name == "permute":
+            order = [0] * len(attrs["dims"])
+            for i, d in enumerate(attrs["dims"]):
+                order[d % len(order)] = i
+            self.apply_inplace(get_op("permute"), base, (view,), {"dims": tuple(order)})
+        elif list(base.shape).count(-1) <= 1:  # reshape
+            self.apply_inplace(get_op("reshape"), base, (view,), {"shape": tuple(base.shape)})
+        else:
+            raise ValueError(f"in-place update of a view ({op.name}) of a value whose shape "
+                             f"{tuple(base.shape)} has several dims known only at run time: "
+                             "the update cannot reach that value in a static program; update "
+                             "the value itself, or use an out-of-place operation")
 
     def _update_captured(self, op, target, args, attrs):
         program = self.program
@@ -205,6 +244,29 @@ def data(name: str, shape, dtype="float32") -> Variable:
     var = block.create_var(shape, as_dtype(dtype), name)
     program.feeds.append(name)
     return var
+
+
+def _stale_message(what: str, name: str) -> str:
+    return (f"value {name!r} cannot be used here: {what} inside the body of a branch or loop a "
+            "tensor decides, but it was made outside that body, so in a static program the "
+            "update cannot reach it (in eager code it would). Take the view inside the body, "
+            "or update with out-of-place operations (y = y + 1) instead")
+
+
+# operators whose result is a view of their only input in eager code
+_TRACKED_VIEWS = frozenset({"getitem", "reshape", "permute"})
+
+
+def _rebind(target: Variable, out: Variable) -> None:
+    """The Python object ``target`` (which a user holds) becomes the value ``out``; the value
+    it stood for keeps its name, under a new object (earlier operators read it)."""
+    target.block.vars[target.name] = Variable(target.block, target.name, target.shape,
+                                              target.dtype, target.persistable)
+    target.name = out.name
+    target.block = out.block
+    target.persistable = False
+    target.dtype = out.dtype
+    out.block.vars[out.name] = target
 
 
 def require_defined(program, name: str) -> None:

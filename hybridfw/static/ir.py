@@ -339,6 +339,14 @@ class Program:
         # name, (file, line) of the if). A use checks the flag when the program runs
         # (static.builder.require_defined); a function's return value becomes None
         self.maybe_undefined: dict = {}
+        # views taken while building (getitem with a basic index, reshape, permute), so that an
+        # in-place update reaches them as in eager code: name of the value viewed -> [(the
+        # view's Variable, op, attrs)], and name of a view -> (the viewed Variable, op, attrs)
+        self.view_links: dict = {}
+        self.view_bases: dict = {}
+        # views (or viewed values) an update inside a branch or loop body could not reach:
+        # name -> the error a later use raises
+        self.stale: dict = {}
 
     def reaches_gradient(self, name: str) -> bool:
         """Whether a path of differentiable operators (built with grad enabled) leads from one

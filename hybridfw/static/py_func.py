@@ -105,6 +105,8 @@ def py_func(fn: Callable, inputs, out_specs, *, has_side_effects: bool = False) 
                             f"{type(value).__name__}")
         operands.append(to_variable(program, value).name)
     for operand in operands:  # (print(y) of a y one branch of an if left unassigned)
+        if operand in program.stale:
+            raise ValueError(f"{where}: {program.stale[operand]}")
         if operand in program.maybe_undefined:
             from .builder import require_defined
             require_defined(program, operand)

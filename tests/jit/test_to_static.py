@@ -1321,3 +1321,44 @@ def test_the_right_side_of_or_that_would_fail_fails_only_when_evaluated():
         f(hf.tensor([-1.0, -2.0]))
     with pytest.raises(IndexError):
         _or_past_the_end(hf.tensor([-1.0, -2.0]))
+
+
+def _views_see_updates(x):
+    y = x * 1
+    v = y[0:1]
+    v.mul_(3)           # writes through to y
+    w = y.reshape(2, 1)
+    t = y.reshape(1, 2).permute(1, 0)
+    y.add_(1)           # v, w and t see it
+    return y * w.sum() + v.sum() + t.sum()
+
+
+def _views_see_updates_functional(x):
+    y = hf.cat([x[0:1] * 3, x[1:]]) + 1
+    return y * y.sum() + y[0:1].sum() + y.sum()
+
+
+def _view_updated_in_a_branch(x):
+    y = x * 2
+    v = y[1:]
+    if x.sum() > 0:
+        v.add_(10)
+    return y
+
+
+def test_in_place_updates_reach_views_as_in_eager():
+    """A view (slice, reshape, permute) taken before an in-place update of its value sees the
+    update, and an update of a view writes through to the value it views, as in eager code
+    (static programs are functional: the views read stale values silently). Where the update
+    happens inside a branch the view was not taken in, using the stale value is an error."""
+    f = hf.jit.to_static(_views_see_updates)
+    for values in ([1.0, 2.0], [-1.0, 3.0]):
+        np.testing.assert_allclose(f(hf.tensor(values)).numpy(),
+                                   _views_see_updates(hf.tensor(values)).numpy())
+        x = hf.tensor(values, requires_grad=True)
+        f(x).sum().backward()
+        ref = hf.tensor(values, requires_grad=True)
+        _views_see_updates_functional(ref).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
+    with pytest.raises(ConversionError, match="a view of it was updated in place inside"):
+        hf.jit.to_static(_view_updated_in_a_branch)(hf.tensor([1.0, 2.0]))
