@@ -627,12 +627,9 @@ def _cross_entropy_probabilities(logp, target, weight, ignore_index, reduction,
         prod = prod * C.reshape(weight, tuple(wshape))
     if reduction == "none":
         return -C.sum(prod, class_dim)
-    total = -C.sum(prod)
     if reduction == "sum":
-        return total
-    positions = 1
-    for i, s in enumerate(logp.shape):
-        if i != class_dim:
-            positions *= s
-    return total / positions if positions else total * math.nan
+        return -C.sum(prod)
+    # the mean over the positions (NaN for none), counted when the program runs: a static
+    # program may know the batch size only then
+    return -C.mean(C.sum(prod, class_dim))
 

@@ -1362,3 +1362,20 @@ def test_in_place_updates_reach_views_as_in_eager():
         np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
     with pytest.raises(ConversionError, match="a view of it was updated in place inside"):
         hf.jit.to_static(_view_updated_in_a_branch)(hf.tensor([1.0, 2.0]))
+
+
+def _soft_target_loss(x):
+    return nn.functional.cross_entropy(x, nn.functional.softmax(x * 2, dim=1))
+
+
+def test_cross_entropy_with_probability_targets_at_a_run_time_batch_size():
+    """The mean over positions is counted when the program runs (a None batch dim read as -1
+    gave the sum divided by -1)."""
+    f = hf.jit.to_static(_soft_target_loss, input_spec=[hf.jit.InputSpec([None, 4])])
+    for n in (3, 5):
+        x = hf.tensor(np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32))
+        logp = x.numpy() - np.log(np.exp(x.numpy()).sum(1, keepdims=True))
+        target = np.exp(2 * x.numpy()) / np.exp(2 * x.numpy()).sum(1, keepdims=True)
+        expected = -(logp * target).sum(1).mean()
+        np.testing.assert_allclose(f(x).item(), expected, rtol=1e-5)
+        np.testing.assert_allclose(_soft_target_loss(x).item(), expected, rtol=1e-5)
