@@ -1379,3 +1379,23 @@ def test_cross_entropy_with_probability_targets_at_a_run_time_batch_size():
         expected = -(logp * target).sum(1).mean()
         np.testing.assert_allclose(f(x).item(), expected, rtol=1e-5)
         np.testing.assert_allclose(_soft_target_loss(x).item(), expected, rtol=1e-5)
+
+
+def _returns_on_every_path(x):
+    if x.mean() > 0:
+        return x + 1
+    return x - 1
+
+
+def test_a_function_returning_on_every_path_has_one_output(tmp_path):
+    """Early returns on every path: the program fetches the value alone (no "was a value
+    returned" flag), so an ONNX export has the eager function's one output."""
+    f = hf.jit.to_static(_returns_on_every_path)
+    np.testing.assert_allclose(f(hf.ones(3)).numpy(), [2.0] * 3)
+    np.testing.assert_allclose(f(-hf.ones(3)).numpy(), [-2.0] * 3)
+    assert f.get_concrete_program(hf.ones(3)).outputs.structure == ("leaf", 0)
+    assert f.get_concrete_program(hf.ones(3)).fetch == f.get_concrete_program(hf.ones(3)).fetch[:1]
+    onnx = pytest.importorskip("onnx")
+    path = str(tmp_path / "f.onnx")
+    hf.onnx.export(_returns_on_every_path, path, input_spec=[hf.jit.InputSpec([None, 3])])
+    assert len(onnx.load(path).graph.output) == 1

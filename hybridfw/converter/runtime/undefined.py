@@ -73,6 +73,23 @@ def is_undefined(value) -> bool:
     return value.__class__ is Undefined
 
 
-def return_value(value):
-    """What a function returns after its single exit: None where no ``return`` ran."""
+def return_value(value, always: bool = False):
+    """What a function returns after its single exit: None where no ``return`` ran.
+    ``always``: every path of the function ends in a ``return`` (so a value an if on a tensor
+    condition assigned "on one path only" was assigned on all: no flag is needed for it)."""
+    if always:
+        _assigned_everywhere(value)
     return None if value.__class__ is Undefined else value
+
+
+def _assigned_everywhere(value) -> None:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            _assigned_everywhere(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _assigned_everywhere(v)
+    else:
+        program = getattr(getattr(value, "block", None), "program", None)
+        if program is not None:
+            program.maybe_undefined.pop(value.name, None)

@@ -86,6 +86,18 @@ def _single_exit(body: list) -> bool:
         not body or isinstance(body[-1], gast.Return) or not _contains_return(body[-1:]))
 
 
+def _always_returns(body) -> bool:
+    """Whether every path through ``body`` ends in a ``return`` (or a ``raise``)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (gast.Return, gast.Raise)):
+        return True
+    if isinstance(last, gast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
 class _Functions(gast.NodeTransformer):
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -95,11 +107,13 @@ class _Functions(gast.NodeTransformer):
         if _single_exit(node.body):
             return node
         flag, value = self.ctx.new_name("do_return"), self.ctx.new_name("retval")
+        always = _always_returns(node.body)
         body = _Rewriter(flag, value).block(node.body, False)
         head = copy_location(replace("flag = False\nretval = _jst.UNDEFINED_RETURN", flag=flag,
                                      retval=value), node.body[0])
-        tail = copy_location(replace("return _jst.return_value(retval)", retval=value),
-                             node.body[-1])
+        exit_ = "return _jst.return_value(retval, True)" if always else \
+            "return _jst.return_value(retval)"
+        tail = copy_location(replace(exit_, retval=value), node.body[-1])
         node.body = head + body + tail
         return node
 
