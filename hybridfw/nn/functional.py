@@ -402,6 +402,11 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002
         d = input.ndim - 1 - k
         before, after = pad[2 * k], pad[2 * k + 1]
         n = input.shape[d]
+        if n == -1 and (before or after):
+            raise ValueError(f"pad: {mode} padding of dim {d}, whose size is known only when "
+                             f"the program runs (input shape {tuple(input.shape)}, an "
+                             "InputSpec None dim), is not supported; give that dim a fixed "
+                             "size in the InputSpec, or use mode='constant'")
         limit = n - 1 if mode == "reflect" else n
         if min(before, after) < 0 or max(before, after) > limit:
             raise ValueError(f"pad: {mode} padding {(before, after)} of dim {d} must be "

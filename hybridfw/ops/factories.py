@@ -113,11 +113,38 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None,
     int64, else float32."""
     if end is None:
         start, end = 0, start
+    if hasattr(end, "dim_source"):  # a static program's value: known when it runs
+        return _grad(_arange_at_run_time(start, end, step, dtype, device), requires_grad)
     if dtype is None:
         dtype = int64 if all(isinstance(v, int) for v in (start, end, step)) else \
             get_default_dtype()
     return _grad(apply(K.arange, start=start, stop=end, step=step, dtype=as_dtype(dtype),
                        device=_dev(device)), requires_grad)
+
+
+def _arange_at_run_time(start, end, step, dtype, device):
+    """``arange(start, end)`` for an ``end`` a static program knows when it runs (converted
+    code's ``hf.arange(x.shape[0])`` under an InputSpec None dim): the running count of
+    ``end - start`` ones, less one, plus ``start``."""
+    if not isinstance(start, int) or isinstance(start, bool) or step != 1:
+        raise TypeError(f"arange: with an end known only when the program runs ({end!r}), "
+                        f"start must be a Python int and step 1, got start={start!r}, "
+                        f"step={step!r}")
+    count = end - start if start else end
+    ones = _filled(_shape((count,)), 1, int64, _dev(device))
+    out = ones.cumsum(0) + (start - 1)
+    return out if dtype is None or as_dtype(dtype) is int64 else out.astype(dtype)
+
+
+def _fixed_shape(name: str, shape: tuple) -> tuple:
+    """``shape``, refused with a clear error where a size is known only when the program runs
+    (random draws take their shape when the program is built)."""
+    if any(hasattr(s, "dim_source") for s in shape):
+        raise TypeError(f"{name}: a size known only when the program runs (such as x.shape[0] "
+                        f"for an InputSpec None dim) is not supported for random tensors, got "
+                        f"shape {shape!r}; draw with a fixed shape, or use dropout-style ops on "
+                        "a tensor of that shape")
+    return shape
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False):
@@ -132,14 +159,14 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
 
 def rand(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
     """Uniform samples in [0, 1), from the generator ``hf.manual_seed`` seeds."""
-    return _grad(apply(K.uniform, shape=_shape(shape, size), low=0.0, high=1.0, dtype=_dt(dtype),
-                       device=_dev(device)), requires_grad)
+    return _grad(apply(K.uniform, shape=_fixed_shape("rand", _shape(shape, size)), low=0.0,
+                       high=1.0, dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
 def randn(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
     """Standard normal samples."""
-    return _grad(apply(K.normal, shape=_shape(shape, size), mean=0.0, std=1.0, dtype=_dt(dtype),
-                       device=_dev(device)), requires_grad)
+    return _grad(apply(K.normal, shape=_fixed_shape("randn", _shape(shape, size)), mean=0.0,
+                       std=1.0, dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
 def uniform(size, low: float = 0.0, high: float = 1.0, *, dtype=None, device=None):

@@ -1399,3 +1399,28 @@ def test_a_function_returning_on_every_path_has_one_output(tmp_path):
     path = str(tmp_path / "f.onnx")
     hf.onnx.export(_returns_on_every_path, path, input_spec=[hf.jit.InputSpec([None, 3])])
     assert len(onnx.load(path).graph.output) == 1
+
+
+def _positions(x):
+    return hf.arange(x.shape[0]) * 2 + hf.arange(1, x.shape[0]).sum()
+
+
+def test_arange_of_a_run_time_dim_and_clear_errors_where_unsupported():
+    f = hf.jit.to_static(_positions, input_spec=[hf.jit.InputSpec([None, 4])])
+    for n in (3, 5):
+        got = f(hf.ones(n, 4))
+        np.testing.assert_array_equal(got.numpy(), np.arange(n) * 2 + np.arange(1, n).sum())
+        assert got.dtype is hf.int64
+    spec = [hf.jit.InputSpec([None, 4])]
+    with pytest.raises(TypeError, match="randn: a size known only when the program runs"):
+        hf.jit.to_static(lambda_free_randn, input_spec=spec)(hf.ones(3, 4))
+    with pytest.raises(ValueError, match="pad: reflect padding of dim 0, whose size is known"):
+        hf.jit.to_static(lambda_free_pad, input_spec=spec)(hf.ones(3, 4))
+
+
+def lambda_free_randn(x):
+    return hf.randn(x.shape[0], 2)
+
+
+def lambda_free_pad(x):
+    return nn.functional.pad(x, (0, 0, 1, 1), mode="reflect")
