@@ -1424,3 +1424,36 @@ def lambda_free_randn(x):
 
 def lambda_free_pad(x):
     return nn.functional.pad(x, (0, 0, 1, 1), mode="reflect")
+
+
+def _accumulate_in_branches(x):
+    acc = [x * 0]
+    for v in x:
+        if v > 0:
+            acc[0] += v
+    return acc[0]
+
+
+def _accumulate_in_a_loop(n, x):
+    acc = [x * 0, 1]
+    kept = []
+    for i in range(n):
+        acc[0] += x
+        kept.append(acc[0] * 1)
+    return acc[0], len(kept)
+
+
+def test_augmented_item_assignment_in_tensor_loops_and_branches():
+    """acc[0] += v inside a tensor loop or branch (an in-place op on a list item) works as
+    in eager code (it raised internal KeyErrors); len() of a list grown in a tensor loop is
+    a Python int."""
+    f = hf.jit.to_static(_accumulate_in_branches)
+    g = hf.jit.to_static(_accumulate_in_a_loop)
+    for values in ([1.0, -2.0, 3.0], [-1.0, -2.0, 0.5]):
+        x = hf.tensor(values)
+        np.testing.assert_allclose(f(x).numpy(), _accumulate_in_branches(x).numpy())
+    for n in (0, 2, 3):
+        got, count = g(hf.tensor(n), hf.tensor([1.0, 2.0]))
+        want, want_count = _accumulate_in_a_loop(hf.tensor(n), hf.tensor([1.0, 2.0]))
+        np.testing.assert_allclose(got.numpy(), want.numpy())
+        assert count == want_count == n and type(count) is int

@@ -174,25 +174,42 @@ def _copy_lists(values):
     """What one branch gets: copies of lists (it may append) and dicts (it may write an item),
     and fresh objects for Variables (an in-place op rebinds the Python object it is applied
     to)."""
-    return [list(v) if v.__class__ is list else dict(v) if v.__class__ is dict else
-            Variable(v.block, v.name, v.shape, v.dtype, v.persistable)
-            if v.__class__ is Variable else v for v in values]
+    return _fresh_variables(values)
 
 
 def _fresh_variables(values):
-    return [Variable(v.block, v.name, v.shape, v.dtype, v.persistable)
-            if v.__class__ is Variable else v for v in values]
+    return [_fresh(v) for v in values]
+
+
+def _fresh(value):
+    """``value`` with fresh objects for its Variables and copies of the lists and dicts holding
+    them (an in-place op, ``acc[0] += x``, rebinds the Variable object it is applied to)."""
+    if value.__class__ is Variable:
+        return Variable(value.block, value.name, value.shape, value.dtype, value.persistable)
+    if value.__class__ is list:
+        return [_fresh(v) for v in value]
+    if value.__class__ is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if value.__class__ is tuple:
+        return tuple(_fresh(v) for v in value)
+    return value
 
 
 def _same_list(before, after):
-    """``before`` itself when ``after`` is an unchanged copy of that list (or dict)."""
+    """``before`` itself when ``after`` is an unchanged copy of that list (or dict): the same
+    items, or fresh objects for the same Variables (see :func:`_fresh`)."""
     if before.__class__ is list and after.__class__ is list and len(before) == len(after) \
-            and all(a is b for a, b in zip(before, after)):
+            and all(_same_item(a, b) for a, b in zip(before, after)):
         return before
     if before.__class__ is dict and after.__class__ is dict and list(before) == list(after) \
-            and all(before[k] is after[k] for k in before):
+            and all(_same_item(before[k], after[k]) for k in before):
         return before
     return after
+
+
+def _same_item(a, b) -> bool:
+    return a is b or (a.__class__ is Variable and b.__class__ is Variable and a.name == b.name
+                      and a.block is b.block)
 
 
 def _holds_tensors(value) -> bool:
@@ -262,6 +279,10 @@ class _Merge:
                 return side  # (a value no use may read stays one)
         if a.__class__ is Variable and b.__class__ is Variable and a.name == b.name:
             return before if before.__class__ is Variable and before.name == a.name else a
+        if before.__class__ is list and a.__class__ is list and b.__class__ is list and \
+                len(a) == len(b) == len(before):  # items written (acc[0] += x): item by item
+            return [self.value(x, y, f"{name}[{i}]", z)
+                    for i, (x, y, z) in enumerate(zip(a, b, before))]
         if before.__class__ is list and (a.__class__ is list or is_tensor_array(a)) and \
                 (b.__class__ is list or is_tensor_array(b)):
             a, b = self._arrays(a, b, name)
@@ -396,21 +417,10 @@ def _probe(program, body_fn, values):
                     if _number_like(program, v):  # (arithmetic on it stays number-like)
                         program.python_scalars.add(stand_ins[-1].name)
                 else:  # appends and item writes go to copies of the containers
-                    stand_ins.append(_copy_containers(v))
+                    stand_ins.append(_fresh(v))
             return tuple(body_fn(*stand_ins))
     finally:
         del program.blocks[first_block:]
-
-
-def _copy_containers(value):
-    """``value`` with its lists, dicts and tuples copied (at every depth), leaves as they are."""
-    if value.__class__ is list:
-        return [_copy_containers(v) for v in value]
-    if value.__class__ is dict:
-        return {k: _copy_containers(v) for k, v in value.items()}
-    if value.__class__ is tuple:
-        return tuple(_copy_containers(v) for v in value)
-    return value
 
 
 def _static_loop(cond_fn, body_fn, values, names):

@@ -100,7 +100,11 @@ class TensorArray:
         return self.buffers[0]
 
     def length(self):
-        return apply(R.dim_numel, self.buffers[0], dim=(0,))
+        """``len(items)``: a value standing for a Python int, as eager ``len`` gives."""
+        n = apply(R.dim_numel, self.buffers[0], dim=(0,))
+        if hasattr(n, "python_number"):
+            n.block.program.python_scalars.add(n.name)
+        return n
 
     def __getitem__(self, index):
         if isinstance(index, slice):
