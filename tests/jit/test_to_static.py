@@ -494,8 +494,9 @@ def test_a_clone_updated_in_place_leaves_the_original_alone():
 
 def test_in_place_updates_inside_converted_if_and_while():
     """``y.add_(1)`` in a tensor-dependent if/while body updates the local ``y`` as in eager
-    (it is a value the branch or loop carries, like ``y[i] = v``); an argument updated there
-    cannot be written back and is refused."""
+    (it is a value the branch or loop carries, like ``y[i] = v``); an argument updated in an
+    if body is written back to the caller's tensor, as eager changes it; one updated in a loop
+    body cannot be and is refused."""
     def branch(x, flag):
         y = x.clone()
         if flag > 0:
@@ -525,9 +526,36 @@ def test_in_place_updates_inside_converted_if_and_while():
         want = fn(x, hf.tensor(extra)).numpy()
         np.testing.assert_array_equal(hf.jit.to_static(fn)(x, hf.tensor(extra)).numpy(), want)
         np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
-    for fn in (argument_in_loop, argument_in_branch):
-        with pytest.raises(ConversionError, match="updated in place inside a converted"):
-            hf.jit.to_static(fn)(hf.tensor(np.array([1.0, 2.0])), hf.tensor(2))
+    with pytest.raises(ConversionError, match="updated in place inside a converted"):
+        hf.jit.to_static(argument_in_loop)(hf.tensor(np.array([1.0, 2.0])), hf.tensor(2))
+    static = hf.jit.to_static(argument_in_branch)
+    for flag in (1, -1, 1):
+        x, y = hf.tensor(np.array([1.0, 2.0])), hf.tensor(np.array([1.0, 2.0]))
+        np.testing.assert_array_equal(static(x, hf.tensor(flag)).numpy(),
+                                      argument_in_branch(y, hf.tensor(flag)).numpy())
+        np.testing.assert_array_equal(x.numpy(), y.numpy())  # the caller's tensor too
+
+
+def _alias_updated_in_a_branch(x):
+    y = x * 1
+    held = [y]
+    alias = y
+    if x.sum() > 0:
+        y.mul_(3)
+    return held[0] + alias
+
+
+def test_an_update_in_a_branch_reaches_every_reference_to_the_tensor():
+    """A tensor updated in place in a branch: a list holding it and another name for it see
+    the update, as in eager (they kept the old value, gradients included)."""
+    f = hf.jit.to_static(_alias_updated_in_a_branch)
+    for values in ([1.0, 2.0], [-1.0, -2.0]):
+        x, ref = hf.tensor(values, requires_grad=True), hf.tensor(values, requires_grad=True)
+        got, want = f(x), _alias_updated_in_a_branch(ref)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy())
+        got.sum().backward()
+        want.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy())
 
 
 def test_print_of_f_strings_shows_each_runs_values(capsys):

@@ -21,6 +21,7 @@ from ...static.control_flow import (
     to_variable,
     while_loop,
 )
+from ...static.builder import _rebind
 from ...static.ir import Operator, Variable
 from ...static.py_func import py_func
 from ..errors import ConversionError, add_user_location, located, user_frame
@@ -117,15 +118,19 @@ def _static_ifelse(pred, true_fn, false_fn, values, names):
     try:
         # each branch appends to its own copy of a list; a list the branches change
         # becomes a tensor array
+        true_in, false_in = _copy_lists(values), _copy_lists(values)
         true_block, true_out, failure = _branch(
-            program, outer, lambda: true_fn(*_copy_lists(values)), "if", len(values))
+            program, outer, lambda: true_fn(*true_in), "if", len(values))
         false_block, false_out, other_failure = _branch(
-            program, outer, lambda: false_fn(*_copy_lists(values)), "else", len(values))
+            program, outer, lambda: false_fn(*false_in), "else", len(values))
         if failure is not None and other_failure is not None:  # both raise: now, as before
             raise failure
         merged = _Merge(program, true_block, false_block)
         result = tuple(merged.value(_same_list(v, t), _same_list(v, f), n, v)
                        for v, t, f, n in zip(values, true_out, false_out, names))
+        result = tuple(_updated_in_place(program, v, r, (t, a), (f, b))
+                       for v, r, t, a, f, b in zip(values, result, true_out, true_in,
+                                                   false_out, false_in))
     except BaseException:
         del program.blocks[first_block:]
         raise
@@ -136,6 +141,20 @@ def _static_ifelse(pred, true_fn, false_fn, values, names):
                               "false_outputs": tuple(merged.false_names)},
                              blocks=(true_block, false_block)))
     return result
+
+
+def _updated_in_place(program, before, result, *branches):
+    """The value of a variable after the if. Where a branch updated the tensor in place
+    (``x.add_(1)``: the object the branch got is the one it gives back, with a new value), the
+    Python object from before the if becomes the merged value, so that every reference to it
+    (an alias, a list holding it, the caller's argument) sees the update, as in eager code."""
+    if before.__class__ is not Variable or result.__class__ is not Variable or \
+            result is before or not any(out is given and given.name != before.name
+                                        for out, given in branches):
+        return result
+    program.updated_in_blocks.discard(before.name)  # (the update leaves the branch)
+    _rebind(before, result)
+    return before
 
 
 def _branch(program, outer, fn, label, count):
