@@ -1485,3 +1485,17 @@ def test_augmented_item_assignment_in_tensor_loops_and_branches():
         want, want_count = _accumulate_in_a_loop(hf.tensor(n), hf.tensor([1.0, 2.0]))
         np.testing.assert_allclose(got.numpy(), want.numpy())
         assert count == want_count == n and type(count) is int
+
+
+def _extended(n, x):
+    out = [x]
+    for i in range(n):
+        out.extend([x * i, x + i])
+    return hf.stack(out)
+
+
+def test_list_extend_in_a_tensor_loop():
+    f = hf.jit.to_static(_extended)
+    for n in (0, 1, 3):
+        np.testing.assert_allclose(f(hf.tensor(n), hf.tensor([1.0])).numpy(),
+                                   _extended(hf.tensor(n), hf.tensor([1.0])).numpy())

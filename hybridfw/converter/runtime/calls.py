@@ -434,6 +434,16 @@ def convert_append(lst, item):
     return lst
 
 
+def convert_extend(lst, items):
+    """``lst.extend(items)``: an append per item (a tensor array grows one item at a time)."""
+    if is_tensor_array(lst):
+        for item in items:
+            lst = lst.append(item)
+        return lst
+    lst.extend(items)
+    return lst
+
+
 def convert_pop(lst, index=None):
     if is_tensor_array(lst):
         return lst.pop(index)

@@ -1,4 +1,5 @@
-"""List growth as rebinding: ``l.append(x)`` -> ``l = _jst.convert_append(l, x)`` and
+"""List growth as rebinding: ``l.append(x)`` -> ``l = _jst.convert_append(l, x)`` (and
+``l.extend(xs)`` -> ``l = _jst.convert_extend(l, xs)``) and
 ``y = l.pop(...)`` -> ``l, y = _jst.convert_pop(l, ...)``; and a list comprehension with one
 ``for`` and no condition, ``[f(p) for p in pairs]``, ->
 ``_jst.convert_list_comprehension(pairs, lambda p: f(p))``, which is a Python comprehension
@@ -52,6 +53,7 @@ class _Lists(gast.NodeTransformer):
 
     def _local(self, name) -> bool:
         return bool(self.locals) and name in self.locals[-1]
+
     def visit_ListComp(self, node):
         self.generic_visit(node)
         if len(node.generators) != 1:
@@ -75,6 +77,11 @@ class _Lists(gast.NodeTransformer):
         target = _method_call(node.value, "append")
         if target is not None and len(node.value.args) == 1 and self._local(target):
             new = replace("target = _jst.convert_append(target, value)", target=target,
+                          value=node.value.args[0])
+            return copy_location(new, node)
+        target = _method_call(node.value, "extend")
+        if target is not None and len(node.value.args) == 1 and self._local(target):
+            new = replace("target = _jst.convert_extend(target, value)", target=target,
                           value=node.value.args[0])
             return copy_location(new, node)
         target = _method_call(node.value, "pop")

@@ -38,6 +38,10 @@ def test_pop_statement_and_pop_assignment():
         ["(l, y) = _jst.convert_pop(l, None)", "(l, z) = _jst.convert_pop(l, i)"]
 
 
+def test_extend_rebinds_the_list():
+    assert body_text("def f(l, xs):\n    l.extend(xs)") == ["l = _jst.convert_extend(l, xs)"]
+
+
 def test_pop_into_a_tuple_or_subscript_target():
     assert body_text("def f(l):\n    a, b = l.pop()") == \
         ["(l, (a, b)) = _jst.convert_pop(l, None)"]
@@ -66,7 +70,7 @@ def test_rewritten_inside_nested_blocks():
     "self.items.append(x)",      # not a plain variable
     "l.append(x, y)",            # not list.append's signature
     "l.append(item=x)",          # keywords
-    "l.extend(xs)",              # other methods
+    "l.extend(xs, ys)",          # not list.extend's signature
     "y = l.pop(0, None)",        # dict.pop with a default
     "a = b = l.pop()",           # several targets
     "y = l.append(x)",           # the value of append is used
