@@ -1499,3 +1499,24 @@ def test_list_extend_in_a_tensor_loop():
     for n in (0, 1, 3):
         np.testing.assert_allclose(f(hf.tensor(n), hf.tensor([1.0])).numpy(),
                                    _extended(hf.tensor(n), hf.tensor([1.0])).numpy())
+
+
+def _builtins_on_tensors(x):
+    top = max(x.sum(), x.max() * 2, 1.0) + min(x.min(), hf.tensor(0.5))
+    if any(x > 2):
+        top = top * 2
+    return top, all(t.sum() > 0 for t in [x, x - 1]), any(x > 5), max(x)
+
+
+def test_max_min_any_all_of_tensors_in_converted_code():
+    """max/min of several tensors (or one tensor's items), any/all of a tensor or of tensor
+    conditions: values of the program, as eager's values (they raised 'the truth value of
+    static Variable'); any/all come back as Python bools."""
+    f = hf.jit.to_static(_builtins_on_tensors)
+    for values in ([1.0, 3.0], [-1.0, 0.25], [0.5, 1.5]):
+        x = hf.tensor(values)
+        got, want = f(x), _builtins_on_tensors(x)
+        np.testing.assert_allclose(got[0].numpy(), want[0].numpy())
+        assert got[1] == bool(want[1]) and type(got[1]) is bool
+        assert got[2] is bool(want[2])
+        np.testing.assert_allclose(got[3].numpy(), want[3].numpy())

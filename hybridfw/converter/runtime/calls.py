@@ -459,11 +459,62 @@ def _isinstance(value, classes):
     return isinstance(value, classes)
 
 
+def _extreme(python, pairwise, reduce):
+    """``max``/``min`` where tensors a program computes take part: of several values, their
+    elementwise extreme (``max(a, b)`` of 0-d tensors, as eager's value); of one tensor, its
+    reduction over dim 0's items; else Python's own."""
+    def call(*args, **kwargs):
+        if kwargs or not args:
+            return python(*args, **kwargs)
+        values = list(args[0]) if len(args) == 1 and not is_static(args[0]) else list(args)
+        if len(args) == 1 and is_static(args[0]):
+            return reduce(args[0])
+        if not any(is_static(v) for v in values):
+            return python(*args)
+        out = values[0]
+        for v in values[1:]:
+            out = pairwise(out, v)
+        return out
+    call.__qualname__ = python.__name__
+    return call
+
+
+def _truth(python, method):
+    """``any``/``all`` of a tensor a program computes, or of an iterable holding such values:
+    one boolean of the program (a Python bool, as in eager code)."""
+    def call(iterable):
+        import hybridfw as hf
+        if not is_static(iterable):
+            items = list(iterable)
+            if not any(is_static(v) for v in items):
+                return python(items)
+            iterable = hf.stack([(v if is_static(v) else hf.tensor(bool(v))).reshape(())
+                                 .astype(bool_) for v in items])
+        out = getattr(iterable, method)()
+        out.block.program.python_scalars.add(out.name)
+        return out
+    call.__qualname__ = python.__name__
+    return call
+
+
+def _maximum(a, b):
+    import hybridfw as hf
+    return hf.maximum(a if is_static(a) else hf.tensor(a), b if is_static(b) else hf.tensor(b))
+
+
+def _minimum(a, b):
+    import hybridfw as hf
+    return hf.minimum(a if is_static(a) else hf.tensor(a), b if is_static(b) else hf.tensor(b))
+
+
 _BUILTINS = {id(k): (k, v) for k, v in {
     builtins.print: convert_print, builtins.len: convert_len, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.int: _cast(int, int64), builtins.float: _cast(float, float64),
     builtins.bool: _cast(bool, bool_), builtins.isinstance: _isinstance,
+    builtins.max: _extreme(max, _maximum, lambda t: t.max(dim=0).values),
+    builtins.min: _extreme(min, _minimum, lambda t: t.min(dim=0).values),
+    builtins.any: _truth(any, "any"), builtins.all: _truth(all, "all"),
 }.items()}
 
 def _stack(tensors, dim=0, **kwargs):
