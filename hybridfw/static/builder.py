@@ -100,7 +100,7 @@ class StaticInterpreter:
         old_name = target.name
         if out.block.idx != 0:  # (to_static refuses to write such an update of an argument back)
             self.program.updated_in_blocks.add(old_name)
-        _rebind(target, out)
+        rebind(target, out)
         # as in eager code, views of the old value see the update, and an update of a view
         # writes through to the value it views
         self._refresh_views(old_name, target)
@@ -125,7 +125,7 @@ class StaticInterpreter:
                 self.program.stale[previous] = _stale_message(
                     "it is a view, and the value it views was updated in place", previous)
                 continue
-            _rebind(view, self.apply(op, (value,), attrs))
+            rebind(view, self.apply(op, (value,), attrs))
             links[value.name][-1] = (view, op, attrs)  # (the user's object, not the fresh one)
             self._refresh_views(previous, view)
 
@@ -257,7 +257,7 @@ def _stale_message(what: str, name: str) -> str:
 _TRACKED_VIEWS = frozenset({"getitem", "reshape", "permute"})
 
 
-def _rebind(target: Variable, out: Variable) -> None:
+def rebind(target: Variable, out: Variable) -> None:
     """The Python object ``target`` (which a user holds) becomes the value ``out``; the value
     it stood for keeps its name, under a new object (earlier operators read it)."""
     target.block.vars[target.name] = Variable(target.block, target.name, target.shape,
@@ -266,6 +266,7 @@ def _rebind(target: Variable, out: Variable) -> None:
     target.block = out.block
     target.persistable = False
     target.dtype = out.dtype
+    target.shape = out.shape
     out.block.vars[out.name] = target
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from ...dtypes import bool_, int64, result_type
 from ...ops import elementwise as E
 from ...ops.registry import TensorLike, apply
+from ...static.builder import rebind
 from ...static.control_flow import (
     _build_branch,
     _merge_shape,
@@ -21,7 +22,6 @@ from ...static.control_flow import (
     to_variable,
     while_loop,
 )
-from ...static.builder import _rebind
 from ...static.ir import Operator, Variable
 from ...static.py_func import py_func
 from ..errors import ConversionError, add_user_location, located, user_frame
@@ -153,7 +153,7 @@ def _updated_in_place(program, before, result, *branches):
                                         for out, given in branches):
         return result
     program.updated_in_blocks.discard(before.name)  # (the update leaves the branch)
-    _rebind(before, result)
+    rebind(before, result)
     return before
 
 
