@@ -25,7 +25,7 @@ import numpy as np
 
 from ..backend import Storage, array_device
 from ..converter.errors import ConversionError
-from ..converter.runtime.calls import _converted
+from ..converter.runtime.calls import DeferredString, _converted
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..converter.transformers.base import is_generated
@@ -156,6 +156,11 @@ class _Outputs:
             return ("dict", tuple((k, self._walk(program, v)) for k, v in value.items()))
         if is_undefined(value) or isinstance(value, Unmerged):
             value._fail()
+        if isinstance(value, DeferredString):
+            raise ConversionError(
+                f"return: the string {value!r} formats a value the program computes (str(x), "
+                "f'{x}'), which is known only when the program runs; print it inside the "
+                "function, or return the tensor and format it outside")
         return ("const", value)
 
     def build(self, tensors):

@@ -1520,3 +1520,31 @@ def test_max_min_any_all_of_tensors_in_converted_code():
         assert got[1] == bool(want[1]) and type(got[1]) is bool
         assert got[2] is bool(want[2])
         np.testing.assert_allclose(got[3].numpy(), want[3].numpy())
+
+
+def _printed_strings(x):
+    s = x.sum()
+    i = 0
+    while s > i:
+        i += 1
+    print(str(s), repr(s), str(i), str("plain"), repr([1]))
+    return s
+
+
+def _returned_string(x):
+    return str(x.sum())
+
+
+def test_str_and_repr_of_program_values_print_each_runs_value(capsys):
+    """str(t)/repr(t) in converted code print the run's value as eager's text (they printed
+    'Variable(t0: ...)'); returning such a string is a clear error (full_graph=False: eager)."""
+    f = hf.jit.to_static(_printed_strings)
+    for values in ([1.0, 2.0], [0.5, 0.25]):
+        _printed_strings(hf.tensor(values))
+        want = capsys.readouterr().out
+        f(hf.tensor(values))
+        assert capsys.readouterr().out == want
+    with pytest.raises(ConversionError, match="formats a value the program computes"):
+        hf.jit.to_static(_returned_string)(hf.ones(2))
+    with pytest.warns(UserWarning, match="falling back"):
+        assert hf.jit.to_static(_returned_string, full_graph=False)(hf.ones(2)) == "tensor(2.)"

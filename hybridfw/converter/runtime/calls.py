@@ -507,6 +507,17 @@ def _minimum(a, b):
     return hf.minimum(a if is_static(a) else hf.tensor(a), b if is_static(b) else hf.tensor(b))
 
 
+def _deferred(python, template):
+    """``str(x)``/``repr(x)`` of a value the program computes: a :class:`DeferredString`, so a
+    converted ``print`` shows each run's value (as eager ``str(tensor)`` does)."""
+    def call(*args, **kwargs):
+        if len(args) == 1 and not kwargs and is_static(args[0]):
+            return format_string(template, args[0])
+        return python(*args, **kwargs)
+    call.__qualname__ = python.__name__
+    return call
+
+
 _BUILTINS = {id(k): (k, v) for k, v in {
     builtins.print: convert_print, builtins.len: convert_len, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
@@ -515,6 +526,7 @@ _BUILTINS = {id(k): (k, v) for k, v in {
     builtins.max: _extreme(max, _maximum, lambda t: t.max(dim=0).values),
     builtins.min: _extreme(min, _minimum, lambda t: t.min(dim=0).values),
     builtins.any: _truth(any, "any"), builtins.all: _truth(all, "all"),
+    builtins.str: _deferred(str, "{0}"), builtins.repr: _deferred(repr, "{0!r}"),
 }.items()}
 
 def _stack(tensors, dim=0, **kwargs):
