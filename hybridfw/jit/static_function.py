@@ -668,10 +668,16 @@ class StaticFunction:
         updates = []
         for i, (var, name) in enumerate(zip(feeds, names)):
             if name in program.updated_in_blocks or var.name in program.updated_in_blocks:
+                # (the update: an operator of a body reading a value updated there)
+                updated = program.updated_in_blocks
+                op = next((op for block, op in walk_ops(program.global_block())
+                           if block.idx != 0 and op.origin and
+                           any(isinstance(n, str) and n in updated for n in op.inputs)), None)
                 raise ConversionError(
                     f"to_static({self.__qualname__}): tensor argument {i} is updated in place "
-                    f"inside a converted if/while body; write the update as an assignment there "
-                    f"(x = x + ...) and return x, or update a clone() of the argument")
+                    f"inside a converted loop (or branch) body; write the update as an assignment "
+                    f"there (x = x + ...) and return x, or update a clone() of the argument"
+                    f"{format_origin(op.origin) if op is not None else ''}")
         for i, (var, name) in enumerate(zip(feeds, names)):
             if var.name == name:
                 continue

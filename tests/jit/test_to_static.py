@@ -526,8 +526,9 @@ def test_in_place_updates_inside_converted_if_and_while():
         want = fn(x, hf.tensor(extra)).numpy()
         np.testing.assert_array_equal(hf.jit.to_static(fn)(x, hf.tensor(extra)).numpy(), want)
         np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
-    with pytest.raises(ConversionError, match="updated in place inside a converted"):
+    with pytest.raises(ConversionError, match="updated in place inside a converted") as info:
         hf.jit.to_static(argument_in_loop)(hf.tensor(np.array([1.0, 2.0])), hf.tensor(2))
+    assert "y.mul_(2.0)" in str(info.value)  # the user's line of the update
     static = hf.jit.to_static(argument_in_branch)
     for flag in (1, -1, 1):
         x, y = hf.tensor(np.array([1.0, 2.0])), hf.tensor(np.array([1.0, 2.0]))
