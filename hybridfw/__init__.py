@@ -40,7 +40,10 @@ __version__ = "0.1.0"
 # Subpackages above the foundation load on first use (``hf.nn``, ``hf.optim``, ...), which keeps
 # ``import hybridfw`` fast and the floors of the architecture free of import cycles.
 _LAZY_MODULES = {"nn", "optim", "data", "static", "jit", "converter", "onnx", "distributed"}
-_LAZY_NAMES = {"save": "serialization", "load": "serialization"}
+_LAZY_NAMES = {"save": "serialization", "load": "serialization",
+               # PyTorch's names: threads a compiled CPU plan uses (hybridfw.static.streams)
+               "set_num_interop_threads": "static.streams",
+               "get_num_interop_threads": "static.streams"}
 
 
 def __getattr__(name: str):

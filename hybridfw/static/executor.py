@@ -9,7 +9,11 @@ Running costs one call of that function: no dictionary lookups, inference or val
 
 Operators run in one serial order (one thread, one CUDA stream), which is what keeps the arena
 plan valid: a region is reused only after every operator reading its previous value has run. For
-the same reason one compiled plan must not run twice at the same time (from two threads).
+the same reason one compiled plan must not run twice at the same time (from two threads). The
+one exception, on CPU with ``hf.set_num_interop_threads`` >= 2 (the default on two cores or
+more): large matrix products off the critical path run on a worker thread
+(:mod:`~hybridfw.static.streams`), launched at their place in the order and waited for where
+their result is first read; their operands are kept live until then.
 
 Control-flow operators (``cond``, ``while``) are compiled by the functions in
 :data:`OP_COMPILERS`, which the control-flow module fills: ``compiler(op, block, slots, xp)``
@@ -48,6 +52,7 @@ from .ir import Block, Program, Variable, format_origin
 from .liveness import analyze_block
 from .loop_stack import LoopStack, stacked_loop_stack, stacked_records
 from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena
+from . import streams
 
 __all__ = [
     "OP_COMPILERS",
@@ -117,12 +122,19 @@ class _BlockEmitter:
         self.live = live
         self.uses_env = False
         self._registry = all_ops()
+        self.asyncs = {}   # op index -> anchor: products run on the worker (see .streams)
+        self._waits = {}   # anchor -> [(op index, op)] to wait for before it
 
     def emit(self, lowered=None) -> None:
         dying = self.live.dying() if self.memory is not None else None
         starts, inside, internal = _region_index(lowered)
+        for i, anchor in self.asyncs.items():
+            self._waits.setdefault(anchor, []).append((i, self.block.ops[i]))
+        if self.asyncs:  # a run that raised may have left products writing into the arena
+            self.fs.line(f"{self.fs.const(streams.drain, 'drain')}()")
         for i, op in enumerate(self.block.ops):
             where = (self.block.idx, i, op)  # what an error on these lines is traced back to
+            self._wait(i)
             if i in inside:
                 if i in starts:
                     self._region(starts[i], where)
@@ -135,6 +147,12 @@ class _BlockEmitter:
                 self._registry_op(op, self.op_infos[i], where)
             if self.memory is not None:
                 self._after(i, dying[i])
+        self._wait(len(self.block.ops))
+
+    def _wait(self, anchor) -> None:
+        for i, op in self._waits.get(anchor, ()):
+            ident = self.fs.ident(op.outputs[0])
+            self.fs.line(f"{ident} = {ident}_job.result()", (self.block.idx, i, op))
 
     def _registry_op(self, op, info, where) -> None:
         fs, memory = self.fs, self.memory
@@ -148,13 +166,20 @@ class _BlockEmitter:
             in_place_update = op.type in OUT_UPDATES_INPUT0 and \
                 memory.buffer_of.get(op.inputs[0]) == memory.buffer_of[out]
             if call.accepts_out or in_place_update:
-                fs.line(f"{ident} = {call.expr(buf)}", where)
+                value = call.expr(buf)
             else:
-                fs.line(f"{ident} = _copyto({buf}, {call.expr()})", where)
+                value = f"_copyto({buf}, {call.expr()})"
         elif opdef.view:
-            fs.line(f"{ident} = _as_array({call.expr()})", where)
+            value = f"_as_array({call.expr()})"
         else:
-            fs.line(f"{ident} = _fix({call.expr()}, {fs.dtype_const(info[1].np)})", where)
+            value = f"_fix({call.expr()}, {fs.dtype_const(info[1].np)})"
+        if where[1] in self.asyncs:  # on the worker: its operands bound now, waited at anchor
+            names = dict.fromkeys(fs.ident(n) for n in op.input_names())
+            bound = ", ".join(f"{n}={n}" for n in names)
+            fs.line(f"{ident}_job = {fs.const(streams.submit, 'submit')}(lambda {bound}: "
+                    f"{value})", where)
+        else:
+            fs.line(f"{ident} = {value}", where)
 
     def _region(self, region, where) -> None:
         """One call of a compiled region. Its outputs are planned on the heap (see
@@ -274,8 +299,8 @@ class CompiledProgram:
     through ``storage``), ``fetch_names``.
     """
 
-    __slots__ = ("arena", "fetch_names", "function", "lowering", "memory", "program", "runs",
-                 "source", "storage")
+    __slots__ = ("arena", "asyncs", "fetch_names", "function", "lowering", "memory", "program",
+                 "runs", "source", "storage")
 
     def __call__(self, arrays):
         return self.function(*arrays)
@@ -329,10 +354,23 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
         if lowered is not None and lowered.regions:
             # a region returns new arrays and materializes nothing inside it: its values take
             # no arena space (an output copied into the arena is one more pass over it)
-            produced = [n for region in lowered.regions for op in region.ops
-                        for n in op.outputs]
-            memory = plan_arena(program, feed_shapes, fetch_names, heap=heap + produced,
+            heap = heap + [n for region in lowered.regions for op in region.ops
+                           for n in op.outputs]
+            memory = plan_arena(program, feed_shapes, fetch_names, heap=heap,
                                 alignment=alignment)
+    asyncs = {}
+    if xp is np:
+        starts, inside, _ = _region_index(lowered)
+        region_of = {k: r.start for r in starts.values() for k in range(r.start, r.stop)}
+        asyncs = streams.plan_async(block, memory.metas, memory.op_infos, memory.liveness,
+                                    inside, region_of)
+        if asyncs:  # their operands stay live until the products are waited for
+            keep = {}
+            for i, anchor in asyncs.items():
+                for name in block.ops[i].input_names():
+                    keep[name] = max(keep.get(name, anchor), anchor)
+            memory = plan_arena(program, feed_shapes, fetch_names, heap=heap,
+                                alignment=alignment, keep_alive=keep)
     arena = xp.empty(memory.arena_bytes, dtype=np.uint8)
 
     fs = FunctionSource("run_plan", xp)
@@ -363,6 +401,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     emitter = _BlockEmitter(fs, block, slots, memory.liveness, memory.metas, memory.op_infos,
                             memory, buffers, poison_after)
     emitter.lowered = lowered
+    emitter.asyncs = asyncs
     emitter.emit(lowered)
     if emitter.uses_env:
         fs.insert(env_line, f"_env = [None] * {len(slots)}")
@@ -381,6 +420,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     compiled.storage = Storage(arena.nbytes, array_device(arena))
     compiled.fetch_names = tuple(fetch_names)
     compiled.lowering = lowered
+    compiled.asyncs = asyncs
     compiled.runs = 0
     return compiled
 

@@ -28,7 +28,8 @@ from typing import NamedTuple
 
 from ..ir import Program
 from ..verifier import verify as verify_program
-from . import algebraic, batch_matmul, constant_folding, cse, dce, fusion, inplace, slice_gradients
+from . import (algebraic, batch_matmul, batch_projections, constant_folding, cse, dce, fusion,
+               inplace, slice_gradients)
 from .analysis import resolve_fetch
 from .clone import clone_program, private_copy
 
@@ -54,6 +55,8 @@ PASSES: tuple = (
     Pass("batch_matmul", batch_matmul.run,
          "after dce (exact reader counts), before fusion turns its sums of products into one "
          "many-input elementwise group"),
+    Pass("batch_projections", batch_projections.run,
+         "with a second stream only; after CSE (one product per step), before fusion"),
     Pass("fusion", fusion.run,
          "on the final set of operators, where 'only reader' is exact; its op has no gradient"),
     Pass("inplace", inplace.run,

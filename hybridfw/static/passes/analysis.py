@@ -27,7 +27,7 @@ from ..ir import Block, Operator, Program
 from ..verifier import is_control_flow, is_registry_op
 
 __all__ = ["RANDOM_OPS", "SIDE_EFFECT_OPS", "is_random", "has_side_effects", "is_pure",
-           "attr_names", "walk_ops", "readers", "resolve_fetch", "assigned_state"]
+           "attr_names", "walk_ops", "readers", "resolve_fetch", "assigned_state", "place_early"]
 
 RANDOM_OPS = frozenset({"uniform", "normal", "randint", "bernoulli"})
 
@@ -144,3 +144,25 @@ def resolve_fetch(program: Program, fetch) -> tuple:
                              "global block")
         names.append(name)
     return tuple(names)
+
+
+def place_early(block: Block, ops: list, early: set) -> list:
+    """``ops`` (a flat block's operators, in order) with each operator whose id is in ``early``
+    moved up to right after the last operator defining one of its inputs, and never above an
+    operator with side effects or sub-blocks (an ``assign_param`` may write what it reads). The
+    moved ones keep their own order; the others keep their places."""
+    keys, made = [], {}
+    barrier = (-1, 0, 0)
+    for k, op in enumerate(ops):
+        if id(op) in early:
+            latest = max((made[n] for n in op.input_names() if n in made), default=barrier)
+            key = (max(latest, barrier)[0], 1, k)
+        else:
+            key = (k, 0, 0)
+            if op.blocks or has_side_effects(block, op):
+                barrier = key
+        keys.append(key)
+        for name in op.outputs:
+            made[name] = key
+    order = sorted(range(len(ops)), key=keys.__getitem__)
+    return [ops[k] for k in order]

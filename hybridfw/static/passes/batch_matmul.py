@@ -28,6 +28,14 @@ RNN cell at every step); a stack of the same values in the same order is built o
 two weights and its bias all read one stack of the gate gradients). Alone, the copy into the
 stack would cost more than the separate sums it saves, so such sums are left as they are.
 
+With a second CPU stream (:mod:`~hybridfw.static.streams`, ``hf.set_num_interop_threads``
+>= 2), each stack is cut into :data:`CHUNKS` pieces of consecutive values, and each piece's
+``concat``, ``permute`` and product (or column sum) sits right after the last of its values is
+computed, not at the end: the executor runs those products on the worker while the rest of the
+backward pass goes on (an LSTM's weight gradients overlap its backward recurrence), and the
+pieces' results are added where the sum was. A gate gradient then lives until its piece is
+stacked rather than to the end. One thread: one stack (one large product is the faster call).
+
 Example::
 
     >>> import hybridfw as hf
@@ -47,13 +55,15 @@ Example::
 from __future__ import annotations
 
 from ..ir import Block, Operator, Program
-from .analysis import readers, resolve_fetch
+from .. import streams
+from .analysis import place_early, readers, resolve_fetch
 from .clone import working_copy
 
-__all__ = ["MAX_EXTRA", "MIN_TERMS", "run"]
+__all__ = ["CHUNKS", "MAX_EXTRA", "MIN_TERMS", "pieces", "run"]
 
 MIN_TERMS = 3  # below, the two copies into A and B cost about what the batching saves
 MAX_EXTRA = 2  # terms left out of a stack another product builds: a product and an add each
+CHUNKS = 6     # with a second stream: stacks cut in this many pieces (see the module docstring)
 
 
 def run(program: Program, fetch=None) -> Program:
@@ -77,13 +87,17 @@ def run(program: Program, fetch=None) -> Program:
     replaced: dict = {}  # id(root add) -> the operators computing its sum
     doomed: set = set()
     stacks: dict = {}  # the values stacked so far (in order) -> the stack's name
+    chunked: dict = {}  # values stacked by a product -> in how many pieces
+    early: set = set()  # ids of the operators of stack pieces: placed as early as they can be
     for op, kind, terms, erased in matches:
         if kind == "rows" and tuple(terms) not in product_stacks:
             continue
         if kind == "matmul":
-            replaced[id(op)] = _batched(block, op, *_split(terms, product_stacks), stacks)
+            replaced[id(op)] = _batched(block, op, *_split(terms, product_stacks), stacks,
+                                        chunked, early)
         else:
-            replaced[id(op)] = _summed(block, op, terms, stacks)
+            replaced[id(op)] = _summed(block, op, terms, stacks, chunked.get(tuple(terms), 1),
+                                       early)
         doomed.update(id(e) for e in erased)
     if not replaced:
         return program
@@ -97,7 +111,7 @@ def run(program: Program, fetch=None) -> Program:
         if id(op) in doomed and id(op) not in replaced:
             for name in op.outputs:
                 block.vars.pop(name, None)
-    block.ops = ops
+    block.ops = place_early(block, ops, early) if early else ops
     return program
 
 
@@ -217,17 +231,46 @@ def _transposed_product(block, matmul, producer, read, protected):
     return permute.inputs[0], right
 
 
-def _stacked(block, names, stacks: dict, origin, ops: list) -> str:
-    """The name of ``names`` stacked along their rows: a stack made before (``stacks``), or a
-    new ``concat`` appended to ``ops``."""
-    key = tuple(names)
-    name = stacks.get(key)
-    if name is None:
-        first = block.var(names[0])
-        name = block.create_var((len(names) * first.shape[0], first.shape[1]), first.dtype).name
-        ops.append(Operator("concat", list(names), [name], {"dim": 0}, origin=origin))
-        stacks[key] = name
-    return name
+def pieces(count: int, macs: int) -> int:
+    """In how many pieces to cut a stack of ``count`` values for products of ``macs``
+    multiply-adds in all: :data:`CHUNKS` with a second stream, fewer when a piece would hold
+    fewer than :data:`MIN_TERMS` values or cost less than the worker's minimum
+    (:data:`~hybridfw.static.streams.MIN_MACS`); 1 with one thread."""
+    if streams.get_num_interop_threads() < 2:
+        return 1
+    return max(1, min(CHUNKS, count // MIN_TERMS, macs // streams.MIN_MACS))
+
+
+def _stacked(block, names, stacks: dict, origin, ops: list, chunks: int, early: set) -> list:
+    """The names of ``names`` stacked along their rows, in ``chunks`` pieces of consecutive
+    values: each a stack made before (``stacks``), or a new ``concat`` appended to ``ops`` (and
+    to ``early`` when there are several)."""
+    size = -(-len(names) // chunks)
+    pieces = []
+    for start in range(0, len(names), size):
+        key = tuple(names[start:start + size])
+        name = stacks.get(key)
+        if name is None:
+            first = block.var(key[0])
+            name = block.create_var((len(key) * first.shape[0], first.shape[1]),
+                                    first.dtype).name
+            ops.append(Operator("concat", list(key), [name], {"dim": 0}, origin=origin))
+            if size < len(names):
+                early.add(id(ops[-1]))
+            stacks[key] = name
+        pieces.append(name)
+    return pieces
+
+
+def _added(block, parts: list, result, origin, ops: list) -> None:
+    """``add`` s summing ``parts`` (in order) into ``result`` (the last part's name when it is
+    alone)."""
+    total = parts[0]
+    out = block.var(result)
+    for k, part in enumerate(parts[1:], 2):
+        summed = result if k == len(parts) else block.create_var(out.shape, out.dtype).name
+        ops.append(Operator("add", [total, part], [summed], origin=origin))
+        total = summed
 
 
 def _split(terms, product_stacks) -> tuple:
@@ -252,18 +295,32 @@ def _split(terms, product_stacks) -> tuple:
     return best
 
 
-def _batched(block, root, terms, extra, stacks) -> list:
+def _batched(block, root, terms, extra, stacks, chunked, early) -> list:
     """``concat``, ``concat`` (unless made before), ``permute``, ``matmul`` computing the sum of
-    ``terms`` and then, for each ``extra`` term, a ``permute``, ``matmul`` and ``add``: the
-    whole sum into ``root``'s output."""
+    ``terms`` (per piece, then ``add`` s) and then, for each ``extra`` term, a ``permute``,
+    ``matmul`` and ``add``: the whole sum into ``root``'s output. A side stacked before keeps
+    its pieces (``chunked``), so the stack is shared."""
     ops: list = []
     origin = root.origin
-    stacked_a = _stacked(block, [a for a, _ in terms], stacks, origin, ops)
-    stacked_b = _stacked(block, [b for _, b in terms], stacks, origin, ops)
     result = root.outputs[0]
     out = block.var(result)
+    sides = [tuple(a for a, _ in terms), tuple(b for _, b in terms)]
+    chunks = chunked.get(sides[0]) or chunked.get(sides[1]) or pieces(
+        len(terms), len(terms) * block.var(terms[0][0]).shape[0] * out.shape[0] * out.shape[1])
+    for side in sides:
+        chunked.setdefault(side, chunks)
+    stacked_a = _stacked(block, list(sides[0]), stacks, origin, ops, chunks, early)
+    stacked_b = _stacked(block, list(sides[1]), stacks, origin, ops, chunks, early)
     total = block.create_var(out.shape, out.dtype).name if extra else result
-    ops += _transposed_matmul(block, stacked_a, stacked_b, total, origin)
+    if len(stacked_a) == 1:
+        ops += _transposed_matmul(block, stacked_a[0], stacked_b[0], total, origin)
+    else:
+        parts = [block.create_var(out.shape, out.dtype).name for _ in stacked_a]
+        for a, b, part in zip(stacked_a, stacked_b, parts):
+            piece = _transposed_matmul(block, a, b, part, origin)
+            early.update(id(op) for op in piece)
+            ops += piece
+        _added(block, parts, total, origin, ops)
     for k, (a, b) in enumerate(extra):
         product = block.create_var(out.shape, out.dtype).name
         summed = result if k == len(extra) - 1 else block.create_var(out.shape, out.dtype).name
@@ -281,11 +338,21 @@ def _transposed_matmul(block, a, b, out, origin) -> list:
             Operator("matmul", [transposed.name, b], [out], origin=origin)]
 
 
-def _summed(block, root, terms, stacks) -> list:
-    """``concat`` (unless made before) and one column ``sum`` into ``root``'s output."""
+def _summed(block, root, terms, stacks, chunks, early) -> list:
+    """``concat`` (unless made before) and one column ``sum`` into ``root``'s output (per
+    piece, then ``add`` s)."""
     ops: list = []
-    stacked = _stacked(block, terms, stacks, root.origin, ops)
-    keepdim = len(block.var(root.outputs[0]).shape) == 2
-    return ops + [Operator("sum", [stacked], list(root.outputs), {"dim": (0,),
-                                                                   "keepdim": keepdim},
-                           origin=root.origin)]
+    stacked = _stacked(block, terms, stacks, root.origin, ops, chunks, early)
+    result = root.outputs[0]
+    out = block.var(result)
+    keepdim = len(out.shape) == 2
+    parts = [result] if len(stacked) == 1 else \
+        [block.create_var(out.shape, out.dtype).name for _ in stacked]
+    for piece, part in zip(stacked, parts):
+        ops.append(Operator("sum", [piece], [part], {"dim": (0,), "keepdim": keepdim},
+                            origin=root.origin))
+        if len(stacked) > 1:
+            early.add(id(ops[-1]))
+    if len(stacked) > 1:
+        _added(block, parts, result, root.origin, ops)
+    return ops

@@ -262,3 +262,105 @@ def test_too_many_extra_terms_get_a_stack_of_their_own():
             dw_ih = dw_ih + x[i].T @ g[i]
     out = batch_matmul.run(prog, fetch=[dw_hh, dw_ih])
     assert _count(out, "concat") == 4 and _count(out, "matmul") == 2 and _count(out, "add") == 0
+
+
+@pytest.fixture
+def second_stream(monkeypatch):
+    """A second stream, with the worker's minimum product size lowered to these small tests."""
+    from hybridfw.static import streams
+    before = streams.get_num_interop_threads()
+    monkeypatch.setattr(streams, "MIN_MACS", 1)
+    streams.set_num_interop_threads(2)
+    yield streams
+    streams.set_num_interop_threads(before)
+
+
+def _stepped(k, a_shape=(4, 3), b_shape=(4, 5)):
+    """dw = sum_i a_i^T g_i and db = sum_i colsum(g_i), with g_i = tanh(z_i * 2) computed in
+    order (as a backward pass makes its step gradients one after the other)."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = [hf.static.data(f"a{i}", list(a_shape), "float64") for i in range(k)]
+        z = [hf.static.data(f"z{i}", list(b_shape), "float64") for i in range(k)]
+        g = [(z[i] * 2.0).tanh() for i in range(k)]
+        dw = a[0].T @ g[0]
+        db = g[0].sum(dim=0)
+        for i in range(1, k):
+            dw = dw + a[i].T @ g[i]
+            db = db + g[i].sum(dim=0)
+    feed = {**{f"a{i}": RNG.standard_normal(a_shape) for i in range(k)},
+            **{f"z{i}": RNG.standard_normal(b_shape) for i in range(k)}}
+    gs = [np.tanh(feed[f"z{i}"] * 2) for i in range(k)]
+    want = (sum(feed[f"a{i}"].T @ gs[i] for i in range(k)), sum(g.sum(axis=0) for g in gs))
+    return prog, (dw, db), feed, want, g
+
+
+def test_with_a_second_stream_stacks_come_in_pieces_each_right_after_its_values(second_stream):
+    k = 12  # pieces: min(CHUNKS, 12 // MIN_TERMS) = 4, of 3 steps each
+    prog, (dw, db), feed, (want_dw, want_db), g = _stepped(k)
+    out = batch_matmul.run(prog, fetch=[dw, db])
+    ops = out.global_block().ops
+    position = {name: i for i, op in enumerate(ops) for name in op.outputs}
+    g_pieces = [op for op in ops if op.type == "concat" and op.inputs[0] in
+                {v.name for v in g}]
+    assert [len(op.inputs) for op in g_pieces] == [3, 3, 3, 3], out
+    assert _count(out, "matmul") == 4 and _count(out, "sum") == 4, out  # one of each per piece
+    for piece in g_pieces:  # right after its last value, before the next step's
+        last = max(position[name] for name in piece.inputs)
+        here = ops.index(piece)
+        assert all(op.type in ("concat", "permute", "matmul", "sum")
+                   for op in ops[last + 1:here]), out
+        later = [position[v.name] for v in g if position[v.name] > last]
+        assert not later or here < min(later), out
+    got_dw, got_db = _run(out, [dw.name, db.name], feed)
+    np.testing.assert_allclose(got_dw, want_dw, rtol=1e-12)
+    np.testing.assert_allclose(got_db, want_db, rtol=1e-12)
+
+
+def test_one_thread_keeps_one_stack(second_stream):
+    second_stream.set_num_interop_threads(1)
+    prog, (dw, db), feed, (want_dw, _), _ = _stepped(12)
+    out = batch_matmul.run(prog, fetch=[dw, db])
+    assert _count(out, "matmul") == 1 and _count(out, "concat") == 2 and _count(out, "sum") == 1
+    np.testing.assert_allclose(_run(out, [dw.name], feed)[0], want_dw, rtol=1e-12)
+
+
+def test_small_products_keep_one_stack_even_with_a_second_stream():
+    from hybridfw.static import streams
+    before = streams.get_num_interop_threads()
+    streams.set_num_interop_threads(2)
+    try:
+        prog, (dw, db), _, _, _ = _stepped(12)  # far below the worker's minimum size
+        assert _count(batch_matmul.run(prog, fetch=[dw, db]), "matmul") == 1
+    finally:
+        streams.set_num_interop_threads(before)
+
+
+def test_pieces_are_shared_by_the_products_stacking_the_same_values(second_stream):
+    """The LSTM shape with a second stream: dw_ih (one extra term) reads dw_hh's pieces of the
+    g_k, cut at the same places; every g_k is copied once."""
+    k = 9
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = [hf.static.data(f"x{i}", [4, 3], "float64") for i in range(k + 1)]
+        h = [hf.static.data(f"h{i}", [4, 6], "float64") for i in range(k)]
+        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(k + 1)]
+        dw_hh = h[0].T @ g[0]
+        dw_ih = x[0].T @ g[0]
+        for i in range(1, k):
+            dw_hh = dw_hh + h[i].T @ g[i]
+            dw_ih = dw_ih + x[i].T @ g[i]
+        dw_ih = dw_ih + x[k].T @ g[k]
+    feed = {**{f"x{i}": RNG.standard_normal((4, 3)) for i in range(k + 1)},
+            **{f"h{i}": RNG.standard_normal((4, 6)) for i in range(k)},
+            **{f"g{i}": RNG.standard_normal((4, 5)) for i in range(k + 1)}}
+    out = batch_matmul.run(prog, fetch=[dw_hh, dw_ih])
+    g_names = {f"g{i}" for i in range(k + 1)}
+    copied = [n for op in out.global_block().ops if op.type == "concat"
+              for n in op.inputs if n in g_names]
+    assert sorted(copied) == sorted(f"g{i}" for i in range(k)), out
+    got = _run(out, [dw_hh.name, dw_ih.name], feed)
+    want_hh = sum(feed[f"h{i}"].T @ feed[f"g{i}"] for i in range(k))
+    want_ih = sum(feed[f"x{i}"].T @ feed[f"g{i}"] for i in range(k + 1))
+    np.testing.assert_allclose(got[0], want_hh, rtol=1e-12)
+    np.testing.assert_allclose(got[1], want_ih, rtol=1e-12)

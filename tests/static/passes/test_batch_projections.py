@@ -1,0 +1,92 @@
+"""batch_projections: with a second stream, an unrolled loop's input projections x[t] @ W are
+computed in pieces of consecutive steps, the later pieces ahead of the loop, each step reading
+a row slice of its piece; values equal the unrewritten program's and a numpy recurrence."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+from hybridfw.static import streams
+from hybridfw.static.passes import batch_projections
+
+RNG = np.random.default_rng(5)
+T, B, I, H = 12, 4, 3, 5
+
+
+@pytest.fixture
+def second_stream(monkeypatch):
+    before = streams.get_num_interop_threads()
+    monkeypatch.setattr(streams, "MIN_MACS", 1)  # these products are tiny
+    streams.set_num_interop_threads(2)
+    yield
+    streams.set_num_interop_threads(before)
+
+
+def _rnn(steps=range(T)):
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [T, B, I], "float64")
+        w = hf.static.data("w", [I, H], "float64")
+        u = hf.static.data("u", [H, H], "float64")
+        h0 = hf.static.data("h0", [B, H], "float64")
+        h = (h0 * 2.0).tanh()  # work before the loop
+        for t in steps:
+            h = (x[t] @ w + h @ u).tanh()
+    feed = {"x": RNG.standard_normal((T, B, I)), "w": RNG.standard_normal((I, H)),
+            "u": RNG.standard_normal((H, H)) * 0.5, "h0": RNG.standard_normal((B, H))}
+    want = np.tanh(feed["h0"] * 2)
+    for t in steps:
+        want = np.tanh(feed["x"][t] @ feed["w"] + want @ feed["u"])
+    return prog, h, feed, want
+
+
+def _run(prog, y, feed):
+    return hf.static.Executor().run(prog, feed=feed, fetch_list=[y.name], return_numpy=True)[0]
+
+
+def test_projections_come_in_pieces_the_later_ones_ahead_of_the_loop(second_stream, apply_pass):
+    prog, h, feed, want = _rnn()
+    out = apply_pass(batch_projections.run, prog, [h])
+    ops = out.global_block().ops
+    pieces = [op for op in ops if op.type == "matmul" and op.inputs[1] == "w"]
+    assert len(pieces) == 4, out  # min(CHUNKS, T // MIN_TERMS) pieces of 3 steps
+    rows = {op.outputs[0]: op for op in ops}
+    for piece in pieces:
+        reshape = rows[piece.inputs[0]]
+        assert reshape.type == "reshape" and tuple(reshape.attrs["shape"]) == (3 * B, I)
+    recurrent = [i for i, op in enumerate(ops) if op.type == "matmul" and op.inputs[1] == "u"]
+    before_loop = next(i for i, op in enumerate(ops) if op.type in ("mul", "tanh"))
+    start = {p: rows[rows[p.inputs[0]].inputs[0]].attrs["spec"][0][1] for p in pieces}
+    assert sorted(start.values()) == [0, 3, 6, 9]
+    first = next(ops.index(p) for p in pieces if start[p] == 0)
+    later = [ops.index(p) for p in pieces if start[p] != 0]
+    assert all(i < before_loop for i in later), out   # ahead of everything, at the start
+    assert before_loop < first < recurrent[0], out    # the first piece: at the first step
+    slices = [op for op in ops if op.type == "getitem" and op.inputs[0] in
+              {p.outputs[0] for p in pieces}]
+    assert len(slices) == T
+    steps = [op for op in ops if op.type == "getitem" and op.attrs["spec"][0][0] == "int"]
+    assert steps == [], out  # each x[t] went with its product
+    np.testing.assert_allclose(_run(out, h, feed), want, rtol=1e-12)
+    np.testing.assert_allclose(_run(out, h, feed), _run(prog, h, feed), rtol=1e-12)
+
+
+def test_one_thread_or_small_products_change_nothing(monkeypatch, apply_pass):
+    prog, h, _, _ = _rnn()
+    before = streams.get_num_interop_threads()
+    try:
+        streams.set_num_interop_threads(2)  # but the products are far below the minimum
+        assert str(apply_pass(batch_projections.run, prog, [h])) == str(prog)
+        monkeypatch.setattr(streams, "MIN_MACS", 1)
+        streams.set_num_interop_threads(1)
+        assert str(apply_pass(batch_projections.run, prog, [h])) == str(prog)
+    finally:
+        streams.set_num_interop_threads(before)
+
+
+@pytest.mark.parametrize("steps", [[t for t in range(T) if t != 5], [0, 1, 2, 3, 3, 4]],
+                         ids=["a step missing", "a step twice"])
+def test_steps_that_are_not_each_step_once_are_left_alone(second_stream, apply_pass, steps):
+    prog, h, feed, want = _rnn(steps)
+    out = apply_pass(batch_projections.run, prog, [h])
+    assert not any(op.type == "reshape" for op in out.global_block().ops), out
+    np.testing.assert_allclose(_run(out, h, feed), want, rtol=1e-12)
