@@ -6,9 +6,12 @@ importable), in one run:
 - W5: Collatz from 27 as a to_static ``while`` with an ``if`` (111 iterations), per call
   (target <= 9 us);
 - W4: a hand-written LSTM cell (input 64, hidden 128, batch 32) over 50 steps, forward +
-  backward (target <= 10 ms), with the time of its matrix products alone (numpy, same shapes:
-  a floor no schedule goes below on this machine); and the same cell over a tensor-bound
-  ``while`` loop (one compiled loop forward, one ``while_grad`` backward);
+  backward (target <= 10 ms), with the time of its matrix products alone (numpy, same shapes,
+  one after the other: a floor no one-thread schedule goes below on this machine); and the same
+  cell over a tensor-bound ``while`` loop (one compiled loop forward, one ``while_grad``
+  backward). hybridfw's plans use a second thread for large products on a machine with two
+  cores (``hf.set_num_interop_threads``); the same program compiled for one thread is timed
+  beside it;
 - the compile time of each program (``backend='compiled'``: first call minus the interpreted
   first call) and the first-call time with tiering (``backend='auto'``, target <= 0.5 s; the
   median of three fresh conversions, see :func:`first_calls`), and the first call in three new
@@ -19,7 +22,8 @@ Every compiled result is first checked against the interpreter. Each time is als
 fraction of PyTorch eager's in the same run: this machine's speed drifts by tens of percent
 between runs, ratios within one run are what compare with ../shared/research/peers.md. Times are medians of interleaved
 rounds (see bench/to_static.py); the numba cache directory is a fresh temporary one, so compile
-times are cold. BLAS and PyTorch use ``--threads`` threads (default 1).
+times are cold. BLAS and PyTorch use ``--threads`` threads (default 1); hybridfw's plans add
+their worker thread to that (``hf.set_num_interop_threads``: two threads on two cores).
 
     python bench/codegen.py [--threads N] [--repeats N]
 """
@@ -32,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import numpy as np
 
@@ -228,8 +233,17 @@ def w4(torch, repeats, loop=False):
     cases = {"hybridfw eager": step(fn),
              "hybridfw to_static interpreted": step(interpreted),
              "hybridfw to_static compiled": step(compiled)}
+    if hf.get_num_interop_threads() > 1:  # the same, compiled for one thread (no worker)
+        hf.set_num_interop_threads(1)
+        try:
+            one = hf.jit.to_static(types.FunctionType(fn.__code__, fn.__globals__, fn.__name__),
+                                   backend="compiled")
+            step(one)()
+        finally:
+            hf.set_num_interop_threads(2)
+        cases["hybridfw to_static compiled, 1 thread"] = step(one)
     if not loop:  # (in the loop, matmuls run inside the compiled region)
-        cases["floor: its matmuls alone (numpy)"] = matmul_floor(compiled, [x, *weights])
+        cases["floor: its matmuls alone, 1 thread"] = matmul_floor(compiled, [x, *weights])
     if torch is not None:
         tx = torch.from_numpy(x_np)
         tw = [torch.from_numpy(w.copy()).requires_grad_(True) for w in w_np]

@@ -51,7 +51,7 @@ from .codegen import OUT_UPDATES_INPUT0, FunctionSource, OpCall, operator_at, ru
 from .ir import Block, Program, Variable, format_origin
 from .liveness import analyze_block
 from .loop_stack import LoopStack, stacked_loop_stack, stacked_records
-from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena
+from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena, resolve_shapes
 from . import streams
 
 __all__ = [
@@ -346,31 +346,27 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
         heap = [op.outputs[0] for op in block.ops
                 if op.type in registry and not registry[op.type].supports_out]
     alignment = DEFAULT_ALIGNMENT if xp is np else 256  # cudaMalloc's own alignment on GPU
-    memory = plan_arena(program, feed_shapes, fetch_names, heap=heap, alignment=alignment)
+    shapes = resolve_shapes(program, feed_shapes)
     lowered = None
     if lower and xp is np:
         from .lowering import lower_program
-        lowered = lower_program(program, memory.metas, fetch_names)
+        lowered = lower_program(program, shapes[0], fetch_names)
         if lowered is not None and lowered.regions:
             # a region returns new arrays and materializes nothing inside it: its values take
             # no arena space (an output copied into the arena is one more pass over it)
             heap = heap + [n for region in lowered.regions for op in region.ops
                            for n in op.outputs]
-            memory = plan_arena(program, feed_shapes, fetch_names, heap=heap,
-                                alignment=alignment)
-    asyncs = {}
+    asyncs, keep = {}, {}
     if xp is np:
         starts, inside, _ = _region_index(lowered)
         region_of = {k: r.start for r in starts.values() for k in range(r.start, r.stop)}
-        asyncs = streams.plan_async(block, memory.metas, memory.op_infos, memory.liveness,
+        asyncs = streams.plan_async(block, *shapes, analyze_block(block, live_out=fetch_names),
                                     inside, region_of)
-        if asyncs:  # their operands stay live until the products are waited for
-            keep = {}
-            for i, anchor in asyncs.items():
-                for name in block.ops[i].input_names():
-                    keep[name] = max(keep.get(name, anchor), anchor)
-            memory = plan_arena(program, feed_shapes, fetch_names, heap=heap,
-                                alignment=alignment, keep_alive=keep)
+        for i, anchor in asyncs.items():  # their operands stay live until they are waited for
+            for name in block.ops[i].input_names():
+                keep[name] = max(keep.get(name, anchor), anchor)
+    memory = plan_arena(program, feed_shapes, fetch_names, heap=heap, alignment=alignment,
+                        keep_alive=keep, shapes=shapes)
     arena = xp.empty(memory.arena_bytes, dtype=np.uint8)
 
     fs = FunctionSource("run_plan", xp)

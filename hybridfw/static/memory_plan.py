@@ -286,13 +286,16 @@ def _lower_bound(buffers, num_ops) -> int:
 
 
 def plan_arena(program: Program, feed_shapes: dict, fetch_names=(), *, heap=(),
-               alignment: int = DEFAULT_ALIGNMENT, keep_alive=None) -> MemoryPlan:
+               alignment: int = DEFAULT_ALIGNMENT, keep_alive=None,
+               shapes=None) -> MemoryPlan:
     """Plan the arena of ``program``'s global block for ``feed_shapes`` (name -> shape).
 
     ``fetch_names`` are the values the caller will read after the run; ``heap`` names values to
     keep out of the arena whatever their size; ``keep_alive`` maps values to an operator index
     they must stay live until at least (the operands of a product another thread computes, see
-    :mod:`~hybridfw.static.streams`). See the module docstring for the rules.
+    :mod:`~hybridfw.static.streams`); ``shapes``, the ``(metas, op_infos)``
+    :func:`resolve_shapes` gave for these feed shapes (resolved here when None). See the module
+    docstring for the rules.
     """
     if alignment <= 0 or alignment & (alignment - 1):
         raise ValueError(f"plan_arena: alignment must be a power of two, got {alignment}")
@@ -302,7 +305,7 @@ def plan_arena(program: Program, feed_shapes: dict, fetch_names=(), *, heap=(),
         if name not in block.vars:
             raise KeyError(f"plan_arena: fetch target {name!r} is not a variable of the "
                            "program's global block")
-    metas, op_infos = resolve_shapes(program, feed_shapes)
+    metas, op_infos = shapes or resolve_shapes(program, feed_shapes)
     live = analyze_block(block, live_out=fetch_names)
     for name, end in (keep_alive or {}).items():
         if name in live.definition:
