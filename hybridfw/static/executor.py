@@ -52,7 +52,7 @@ from .ir import Block, Program, Variable, format_origin
 from .liveness import analyze_block
 from .loop_stack import LoopStack, stacked_loop_stack, stacked_records
 from .memory_plan import DEFAULT_ALIGNMENT, MemoryPlan, plan_arena, resolve_shapes
-from . import streams
+from . import allocator, streams
 
 __all__ = [
     "OP_COMPILERS",
@@ -358,6 +358,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
                            for n in op.outputs]
     asyncs, keep = {}, {}
     if xp is np:
+        allocator.tune()  # the arrays each run allocates: no page faults run after run
         starts, inside, _ = _region_index(lowered)
         region_of = {k: r.start for r in starts.values() for k in range(r.start, r.stop)}
         asyncs = streams.plan_async(block, *shapes, analyze_block(block, live_out=fetch_names),
