@@ -210,6 +210,14 @@ def test_unrolled_rnn_with_bias_through_to_static():
     assert len(sums) == 1, backward  # not one per step
 
 
+def _lstm_inputs(k):
+    """Inside a program guard: k + 1 inputs x_i, k states h_i and k + 1 gate gradients g_i."""
+    x = [hf.static.data(f"x{i}", [4, 3], "float64") for i in range(k + 1)]
+    h = [hf.static.data(f"h{i}", [4, 6], "float64") for i in range(k)]
+    g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(k + 1)]
+    return x, h, g
+
+
 @pytest.mark.parametrize("where", ["after", "before"])
 def test_a_sum_with_extra_terms_reads_the_stack_another_product_builds(where):
     """dw_hh = sum_k h_k^T g_k and dw_ih = the same g_k against x_k, plus one more term (an
@@ -218,9 +226,7 @@ def test_a_sum_with_extra_terms_reads_the_stack_another_product_builds(where):
     k = 5
     prog = hf.static.Program()
     with hf.static.program_guard(prog):
-        x = [hf.static.data(f"x{i}", [4, 3], "float64") for i in range(k + 1)]
-        h = [hf.static.data(f"h{i}", [4, 6], "float64") for i in range(k)]
-        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(k + 1)]
+        x, h, g = _lstm_inputs(k)
         dw_hh = h[0].T @ g[0]
         for i in range(1, k):
             dw_hh = dw_hh + h[i].T @ g[i]
@@ -342,9 +348,7 @@ def test_pieces_are_shared_by_the_products_stacking_the_same_values(second_strea
     k = 9
     prog = hf.static.Program()
     with hf.static.program_guard(prog):
-        x = [hf.static.data(f"x{i}", [4, 3], "float64") for i in range(k + 1)]
-        h = [hf.static.data(f"h{i}", [4, 6], "float64") for i in range(k)]
-        g = [hf.static.data(f"g{i}", [4, 5], "float64") for i in range(k + 1)]
+        x, h, g = _lstm_inputs(k)
         dw_hh = h[0].T @ g[0]
         dw_ih = x[0].T @ g[0]
         for i in range(1, k):
