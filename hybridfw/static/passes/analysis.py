@@ -153,13 +153,18 @@ def place_early(block: Block, ops: list, early: set) -> list:
     moved ones keep their own order; the others keep their places."""
     keys, made = [], {}
     barrier = (-1, 0, 0)
+    variables = block.vars
     for k, op in enumerate(ops):
         if id(op) in early:
             latest = max((made[n] for n in op.input_names() if n in made), default=barrier)
             key = (max(latest, barrier)[0], 1, k)
         else:
             key = (k, 0, 0)
-            if op.blocks or has_side_effects(block, op):
+            kind = op.type
+            # (has_side_effects, less the lookups of every output through the scopes)
+            if op.blocks or kind in SIDE_EFFECT_OPS or kind == "py_func" or \
+                    not is_registry_op(kind) or \
+                    any(variables[n].persistable for n in op.outputs if n in variables):
                 barrier = key
         keys.append(key)
         for name in op.outputs:

@@ -368,3 +368,34 @@ def test_pieces_are_shared_by_the_products_stacking_the_same_values(second_strea
     want_ih = sum(feed[f"x{i}"].T @ feed[f"g{i}"] for i in range(k + 1))
     np.testing.assert_allclose(got[0], want_hh, rtol=1e-12)
     np.testing.assert_allclose(got[1], want_ih, rtol=1e-12)
+
+
+def test_place_early_moves_up_to_the_last_definition_but_not_above_an_effect():
+    """place_early (the pieces' placement): an operator goes right after the last operator
+    defining one of its inputs, and never above an operator with side effects."""
+    from hybridfw.static.passes.analysis import place_early
+    count = hf.tensor(0)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [3], "float32")
+        a = x * 2.0
+        b = (a + 1.0).exp()
+        _ = count.add_(1)          # assign_param: a side effect
+        c = (b * 3.0).tanh()
+        d = a - 1.0                # reads a only
+        e = b + 2.0                # reads b only
+    ops = prog.global_block().ops
+    kinds = [op.type for op in ops]
+    assert "assign_param" in kinds
+    moved = [op for op in ops if op.outputs and op.outputs[0] in (d.name, e.name)]
+    out = place_early(prog.global_block(), list(ops), {id(op) for op in moved})
+    position = {id(op): i for i, op in enumerate(out)}
+    effect = next(i for i, op in enumerate(out) if op.type == "assign_param")
+    for op in moved:  # both would fit right after a / b, which come before the effect
+        assert position[id(op)] == effect + 1 + moved.index(op), [o.type for o in out]
+    without = [op for op in ops if op.type != "assign_param"]
+    out = place_early(prog.global_block(), without, {id(op) for op in moved})
+    names = [o.outputs[0] for o in out]
+    assert names.index(d.name) == names.index(a.name) + 1
+    assert names.index(e.name) == names.index(b.name) + 1
+    assert sorted(map(id, out)) == sorted(map(id, without))
