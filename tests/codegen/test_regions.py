@@ -395,3 +395,37 @@ def test_plans_call_the_compiled_overload_and_the_check_mode_the_dispatcher(need
     np.testing.assert_allclose(checked.function(x)[0], want, rtol=1e-6)
     with pytest.raises(TypeError):  # float64 where the region was compiled for float32
         checked.function(x.astype(np.float64))
+
+
+def test_concats_that_only_copy_earlier_values_stay_numpy_calls(need_numba):
+    """A concat ending a region that copies values made before the region (a stack of step
+    gradients) and a run of views and concats alone stay numpy calls: compiling them saves
+    nothing and makes one more distinct region to compile. A concat of values its own region
+    computes (an LSTM's gate gradients) stays in the region."""
+    prog = Program()
+    with program_guard(prog):
+        x, z = data("x", [4, 8]), data("z", [4, 8])
+        early = (z * 3.0).exp()
+        hf.nn.functional.softmax(z, dim=1)   # splits the block: `early` is made before
+        inside = hf.cat([(x * 2.0).tanh(), (x + 1.0).sigmoid()], dim=1)   # stays compiled
+        stacked = hf.cat([inside * 0.5, early], dim=1)   # reads `early`: a numpy concat
+        hf.nn.functional.softmax(x, dim=1)   # ends that run
+        copies = hf.cat([x[1:3], z[0:2]], dim=0)         # views and a concat only
+    rng = np.random.default_rng(2)
+    feed = {"x": rng.standard_normal((4, 8)).astype(np.float32),
+            "z": rng.standard_normal((4, 8)).astype(np.float32)}
+    exe = Executor(backend="compiled")
+    fetch = [inside, stacked, copies]
+    got = exe.run(prog, feed=feed, fetch_list=fetch, return_numpy=True)
+    x_, z_ = feed["x"], feed["z"]
+    want_inside = np.concatenate([np.tanh(x_ * 2), 1 / (1 + np.exp(-(x_ + 1)))], axis=1)
+    np.testing.assert_allclose(got[0], want_inside, rtol=1e-6)
+    np.testing.assert_allclose(got[1], np.concatenate([want_inside * 0.5, np.exp(z_ * 3)], 1),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(got[2], np.concatenate([x_[1:3], z_[0:2]], axis=0))
+    lowered = exe.compile(prog, feed=feed, fetch_list=fetch).lowering
+    reasons = {op.outputs[0]: reason for _, op, reason in lowered.left_out}
+    assert "copies values made before it" in reasons[stacked.name], lowered.report()
+    assert "only views and copies" in reasons[copies.name], lowered.report()
+    in_regions = {n for region in lowered.regions for op in region.ops for n in op.outputs}
+    assert inside.name in in_regions, lowered.report()

@@ -144,11 +144,24 @@ def plan_regions(program, metas: dict, fetch_names, min_ops: int = 2):
             left_out.append((i, ops[i], reason))
     fetch = set(fetch_names)
     for start, stop in runs:
-        while stop > start and _is_view(ops[stop - 1]):
-            stop -= 1  # its result would be copied out of the region; interpreted it is a view
-            left_out.append((stop, ops[stop], "a view at the end of a region (the region would "
-                             "return a copy; the executor's view copies nothing)"))
+        while stop > start:
+            if _is_view(ops[stop - 1]):
+                reason = ("a view at the end of a region (the region would return a copy; the "
+                          "executor's view copies nothing)")
+            elif ops[stop - 1].type == "concat" and \
+                    _reads_outside(ops[stop - 1], ops[start:stop - 1]):
+                reason = ("a concat at the end of a region that copies values made before it "
+                          "(numpy's concat copies as fast; compiling it would only make one "
+                          "more distinct region to compile)")
+            else:
+                break
+            stop -= 1
+            left_out.append((stop, ops[stop], reason))
         run_ops = ops[start:stop]
+        if run_ops and all(_is_view(op) or op.type == "concat" for op in run_ops):
+            left_out += [(i, ops[i], "a region that only views and copies (numpy does that as "
+                          "fast)") for i in range(start, stop)]
+            continue
         if not run_ops:
             continue
         if len(run_ops) < min_ops and not any(op.type in _CONTROL for op in run_ops):
@@ -179,6 +192,12 @@ def _arg_type(meta, stack) -> str:
         return f"{meta.dtype.name}[{', '.join(':' * len(meta.shape))}]"
     return "(int64, " + "".join(f"{dt[3:]}[{', '.join(':' * (len(shape) + 1))}], "
                                 for shape, dt in stack[1]) + ")"
+
+
+def _reads_outside(op, before) -> bool:
+    """Whether ``op`` reads a value that none of the operators ``before`` it defines."""
+    made = {n for other in before for n in other.outputs}
+    return any(n not in made for n in op.input_names())
 
 
 def _is_view(op) -> bool:
