@@ -22,8 +22,13 @@ hides at least half of it once the worker is free. Everything else runs where it
 
 Threads: ``hf.set_num_interop_threads(n)`` (PyTorch's name; default: 2 when the machine has two
 cores or more, or the environment variable ``HYBRIDFW_INTEROP_THREADS``); 1 turns the worker off.
-It applies to plans compiled afterwards. A child process made by ``fork`` starts without the
-worker and makes its own on first use.
+The worker is used (:func:`active`) only while the cores can hold two BLAS calls at once: at
+least twice as many cores as BLAS threads (:func:`blas_threads`). A BLAS that already spreads
+each product over every core leaves nothing to overlap with, and two such calls at once were
+slower here: W4 with OpenBLAS on both cores of a 2-core machine took 24.5 ms with the worker,
+22.2 without; with one BLAS thread, 19-20 ms with it, 22-28 without. It applies to plans
+compiled afterwards. A child process made by ``fork`` starts without the worker and makes its
+own on first use.
 """
 from __future__ import annotations
 
@@ -31,8 +36,8 @@ import os
 import queue
 import threading
 
-__all__ = ["FLOPS", "MIN_MACS", "drain", "get_num_interop_threads", "plan_async",
-           "set_num_interop_threads", "submit"]
+__all__ = ["FLOPS", "MIN_MACS", "active", "blas_threads", "drain", "get_num_interop_threads",
+           "plan_async", "set_num_interop_threads", "submit"]
 
 ENV_VAR = "HYBRIDFW_INTEROP_THREADS"
 MIN_MACS = 1 << 23      # smaller products cost less than handing them to another thread
@@ -61,6 +66,64 @@ def set_num_interop_threads(n: int) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"set_num_interop_threads: expected a positive int, got {n!r}")
     _threads = n
+
+
+_BLAS_SYMBOLS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                 "openblas_get_num_threads64_", "openblas_get_num_threads", "MKL_Get_Max_Threads")
+_blas_getter = []  # [the C function giving BLAS's thread count, or None]
+
+
+def blas_threads() -> int:
+    """How many threads numpy's BLAS uses for one call now: asked from the library numpy
+    bundles or links (OpenBLAS, MKL), else read from ``OPENBLAS_NUM_THREADS`` /
+    ``MKL_NUM_THREADS`` / ``OMP_NUM_THREADS``, else taken to be every core."""
+    if not _blas_getter:
+        _blas_getter.append(_find_blas_getter())
+    getter = _blas_getter[0]
+    if getter is not None:
+        try:
+            return max(1, int(getter()))
+        except (OSError, ValueError):
+            pass
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        text = os.environ.get(name, "").strip()
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+    return os.cpu_count() or 1
+
+
+def _find_blas_getter():
+    import ctypes
+    import glob
+
+    import numpy as np
+    package = os.path.dirname(np.__file__)
+    paths = []
+    for folder in (os.path.join(os.path.dirname(package), "numpy.libs"),
+                   os.path.join(package, ".dylibs")):
+        paths += sorted(p for p in glob.glob(os.path.join(folder, "*"))
+                        if "blas" in os.path.basename(p).lower())
+    core = os.path.join(package, "_core")
+    paths += sorted(glob.glob(os.path.join(core if os.path.isdir(core) else
+                                           os.path.join(package, "core"), "_multiarray_umath*")))
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in _BLAS_SYMBOLS:
+            getter = getattr(library, symbol, None)
+            if getter is not None:
+                getter.restype, getter.argtypes = ctypes.c_int, ()
+                return getter
+    return None
+
+
+def active() -> bool:
+    """Whether plans compiled now hand products to the worker: a second interop thread, and
+    cores for two BLAS calls at once."""
+    return get_num_interop_threads() >= 2 and \
+        (os.cpu_count() or 1) >= 2 * blas_threads()
 
 
 def get_num_interop_threads() -> int:
@@ -198,7 +261,7 @@ def plan_async(block, metas, op_infos, live, inside=frozenset(), starts=None) ->
     ``inside``: indices of operators inside compiled regions (never launched; their reads
     anchor at the region's start, given by ``starts``: op index -> region start).
     """
-    if get_num_interop_threads() < 2:
+    if not active():
         return {}
     ops = block.ops
     n = len(ops)

@@ -16,8 +16,11 @@ RNG = np.random.default_rng(11)
 
 
 @pytest.fixture
-def threads():
+def threads(monkeypatch):
+    """Set the interop threads; BLAS taken as one thread (cores to spare for the worker)."""
     before = streams.get_num_interop_threads()
+    monkeypatch.setattr(streams, "blas_threads", lambda: 1)
+    monkeypatch.setattr(streams.os, "cpu_count", lambda: 2)
     yield streams.set_num_interop_threads
     streams.set_num_interop_threads(before)
 
@@ -217,3 +220,32 @@ def test_an_unrolled_lstm_trains_the_same_with_a_second_stream(threads, monkeypa
             assert plans and all(bool(p.asyncs) == handed for p in plans)
     concats = [op for op in two.backward_program.global_block().ops if op.type == "concat"]
     assert len(concats) > 3  # pieces, not one stack per side
+
+
+def test_no_worker_while_blas_spreads_over_the_cores(threads, monkeypatch):
+    """Two BLAS calls at once need twice the cores one takes: with BLAS on every core, plans
+    keep one thread (and one stack), whatever the interop setting."""
+    threads(2)
+    assert streams.active()
+    monkeypatch.setattr(streams, "blas_threads", lambda: 2)  # both cores of a 2-core machine
+    assert not streams.active()
+    prog, y, feed = _two_products()
+    assert _compile(prog, feed, y).asyncs == {}
+    monkeypatch.setattr(streams.os, "cpu_count", lambda: 4)
+    assert streams.active()
+    assert _compile(prog, feed, y).asyncs
+
+
+def test_blas_threads_asks_the_library_else_the_environment(monkeypatch):
+    assert isinstance(streams.blas_threads(), int) and streams.blas_threads() >= 1
+    monkeypatch.setattr(streams, "_blas_getter", [None])  # a BLAS that cannot be asked
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert streams.blas_threads() == 3
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert streams.blas_threads() == 1
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(streams.os, "cpu_count", lambda: 6)
+    assert streams.blas_threads() == 6  # unknown: every core

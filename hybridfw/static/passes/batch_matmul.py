@@ -236,7 +236,7 @@ def pieces(count: int, macs: int) -> int:
     multiply-adds in all: :data:`CHUNKS` with a second stream, fewer when a piece would hold
     fewer than :data:`MIN_TERMS` values or cost less than the worker's minimum
     (:data:`~hybridfw.static.streams.MIN_MACS`); 1 with one thread."""
-    if streams.get_num_interop_threads() < 2:
+    if not streams.active():
         return 1
     return max(1, min(CHUNKS, count // MIN_TERMS, macs // streams.MIN_MACS))
 

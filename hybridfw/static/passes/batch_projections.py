@@ -31,7 +31,7 @@ def run(program: Program, fetch=None) -> Program:
     """A copy of ``program`` with its loops' input projections computed in pieces (only with
     a second stream)."""
     program = working_copy(program)
-    if streams.get_num_interop_threads() < 2:
+    if not streams.active():
         return program
     block = program.global_block()
     groups = {key: steps for key, steps in _groups(block).items() if _worth(block, *key, steps)}

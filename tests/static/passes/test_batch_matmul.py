@@ -276,6 +276,8 @@ def second_stream(monkeypatch):
     from hybridfw.static import streams
     before = streams.get_num_interop_threads()
     monkeypatch.setattr(streams, "MIN_MACS", 1)
+    monkeypatch.setattr(streams, "blas_threads", lambda: 1)  # cores to spare for the worker
+    monkeypatch.setattr(streams.os, "cpu_count", lambda: 2)
     streams.set_num_interop_threads(2)
     yield streams
     streams.set_num_interop_threads(before)
@@ -331,8 +333,10 @@ def test_one_thread_keeps_one_stack(second_stream):
     np.testing.assert_allclose(_run(out, [dw.name], feed)[0], want_dw, rtol=1e-12)
 
 
-def test_small_products_keep_one_stack_even_with_a_second_stream():
+def test_small_products_keep_one_stack_even_with_a_second_stream(monkeypatch):
     from hybridfw.static import streams
+    monkeypatch.setattr(streams, "blas_threads", lambda: 1)
+    monkeypatch.setattr(streams.os, "cpu_count", lambda: 2)
     before = streams.get_num_interop_threads()
     streams.set_num_interop_threads(2)
     try:

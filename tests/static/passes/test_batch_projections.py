@@ -16,6 +16,8 @@ T, B, I, H = 12, 4, 3, 5
 def second_stream(monkeypatch):
     before = streams.get_num_interop_threads()
     monkeypatch.setattr(streams, "MIN_MACS", 1)  # these products are tiny
+    monkeypatch.setattr(streams, "blas_threads", lambda: 1)  # cores to spare for the worker
+    monkeypatch.setattr(streams.os, "cpu_count", lambda: 2)
     streams.set_num_interop_threads(2)
     yield
     streams.set_num_interop_threads(before)
@@ -72,6 +74,8 @@ def test_projections_come_in_pieces_the_later_ones_ahead_of_the_loop(second_stre
 
 def test_one_thread_or_small_products_change_nothing(monkeypatch, apply_pass):
     prog, h, _, _ = _rnn()
+    monkeypatch.setattr(streams, "blas_threads", lambda: 1)
+    monkeypatch.setattr(streams.os, "cpu_count", lambda: 2)
     before = streams.get_num_interop_threads()
     try:
         streams.set_num_interop_threads(2)  # but the products are far below the minimum
