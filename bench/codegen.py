@@ -9,9 +9,9 @@ importable), in one run:
   backward (target <= 10 ms), with the time of its matrix products alone (numpy, same shapes,
   one after the other: a floor no one-thread schedule goes below on this machine); and the same
   cell over a tensor-bound ``while`` loop (one compiled loop forward, one ``while_grad``
-  backward). hybridfw's plans use a second thread for large products on a machine with two
-  cores (``hf.set_num_interop_threads``); the same program compiled for one thread is timed
-  beside it;
+  backward). hybridfw's plans use a second thread for large products when the cores allow
+  (``hf.set_num_interop_threads``); the same program compiled for one thread is timed beside
+  it;
 - the compile time of each program (``backend='compiled'``: first call minus the interpreted
   first call) and the first-call time with tiering (``backend='auto'``, target <= 0.5 s; the
   median of three fresh conversions, see :func:`first_calls`), and the first call in three new
@@ -23,7 +23,8 @@ fraction of PyTorch eager's in the same run: this machine's speed drifts by tens
 between runs, ratios within one run are what compare with ../shared/research/peers.md. Times are medians of interleaved
 rounds (see bench/to_static.py); the numba cache directory is a fresh temporary one, so compile
 times are cold. BLAS and PyTorch use ``--threads`` threads (default 1); hybridfw's plans add
-their worker thread to that (``hf.set_num_interop_threads``: two threads on two cores).
+their worker thread to that when the cores hold two BLAS calls at once (one BLAS thread on two
+cores: see hybridfw/static/streams.py).
 
     python bench/codegen.py [--threads N] [--repeats N]
 """
@@ -46,6 +47,7 @@ os.environ.setdefault("HYBRIDFW_CACHE_DIR", tempfile.mkdtemp(prefix="hf-bench-co
 
 import hybridfw as hf  # noqa: E402
 from hybridfw.converter.function import _cache as converted_cache  # noqa: E402
+from hybridfw.static import streams  # noqa: E402
 from to_static import blas_threads, collatz, side_by_side, torch_or_none  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -233,7 +235,7 @@ def w4(torch, repeats, loop=False):
     cases = {"hybridfw eager": step(fn),
              "hybridfw to_static interpreted": step(interpreted),
              "hybridfw to_static compiled": step(compiled)}
-    if hf.get_num_interop_threads() > 1:  # the same, compiled for one thread (no worker)
+    if streams.active():  # the same, compiled for one thread (no worker)
         hf.set_num_interop_threads(1)
         try:
             one = hf.jit.to_static(types.FunctionType(fn.__code__, fn.__globals__, fn.__name__),
