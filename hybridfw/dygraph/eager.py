@@ -6,6 +6,8 @@ its Storage and -- when a gradient is needed -- one Node.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..backend import Storage, default_device, is_writeable, root_array, storage_for
@@ -67,6 +69,7 @@ class EagerInterpreter:
     """Evaluate ops immediately on numpy/cupy arrays."""
 
     name = "eager"
+    _register = True  # views register with their base (off while views are rebased)
 
     def apply(self, op, args, attrs):
         try:
@@ -116,10 +119,25 @@ class EagerInterpreter:
         t.shape = out.shape
         t.dtype = dtype
         t._base = None
+        t._chain = None
+        t._views = None
         if op.view and arrays and root_array(out) is root_array(arrays[0]):
             base = args[0]
             t._storage = base._storage
-            t._base = base if base._base is None else base._base
+            step = ((op, args[1:], attrs),)
+            if base._base is None:
+                t._base, t._chain = base, step
+            else:
+                t._base, t._chain = base._base, base._chain + step
+            if self._register:
+                root = t._base
+                views = root._views
+                if views is None:
+                    root._views = views = []
+                elif len(views) >= 64 and not len(views) & (len(views) - 1):
+                    # at each power of two: drop the views gone since (amortized O(1))
+                    views[:] = [ref for ref in views if ref() is not None]
+                views.append(weakref.ref(t))
         elif out.base is None:
             t._storage = Storage(out.nbytes, dev)
         else:
@@ -147,11 +165,20 @@ class EagerInterpreter:
         if recording and target._node is None and target._rg:
             raise RuntimeError(f"{op.name}: a leaf tensor that requires grad is being used in an "
                                "in-place operation; wrap it in hf.no_grad() or clone() it first")
-        if recording and target._base is not None:
-            raise RuntimeError(f"{op.name}: in-place write into a view (a slice, reshape or "
-                               "transpose of another tensor) while recording gradients is not "
-                               "supported: the base tensor's graph would not see it; write into "
-                               "the base tensor directly (base[index] = value) or clone() the view")
+        through_view = recording and target._base is not None
+        if through_view:
+            if target._base._node is None and target._base._rg:
+                raise RuntimeError(f"{op.name}: a view of a leaf tensor that requires grad is "
+                                   "being used in an in-place operation; wrap it in "
+                                   "hf.no_grad() or clone() it first")
+            if any(step[0].name not in _WRITE_BACK for step in target._chain):
+                kinds = ", ".join(dict.fromkeys(step[0].name for step in target._chain))
+                raise RuntimeError(f"{op.name}: in-place write into a view made by {kinds} "
+                                   "while recording gradients is not supported: the base "
+                                   "tensor's graph would not see it; write into the base tensor "
+                                   "directly or clone() the view")
+            # the views from the base down to the target, with their histories before the write
+            parents = self._replay(target._base, target._chain[:-1])
         shape, dtype, _ = op.infer(*args, **attrs)
         if tuple(shape) != target.shape:
             raise ValueError(f"{op.name}: in-place output of shape {target.shape} does not match "
@@ -196,7 +223,82 @@ class EagerInterpreter:
                 node.out = (target._data, target._storage, target._storage.version)
             target._node = node
             target._rg = True
+            if through_view:
+                self._write_back(target, parents)
+            elif target._views:
+                self._rebase_views(target)
         return target
 
+    def _replay(self, base, chain) -> list:
+        """``[base, chain[0](base), chain[1](chain[0](base)), ...]`` as new tensors carrying
+        the histories of those view ops (temporaries: not registered as views)."""
+        out = [base]
+        self._register = False
+        try:
+            for op, rest, attrs in chain:
+                out.append(self.apply(op, (out[-1],) + rest, attrs))
+        finally:
+            self._register = True
+        return out
+
+    def _write_back(self, view, parents):
+        """An in-place op recorded a new history for ``view``: give its base the history
+        "the base with the view's part replaced" (PyTorch's CopySlices), going up the views it
+        was made through (``parents``: the base, then each intermediate view, histories from
+        before the write), then rebase every view of the base on that."""
+        value = view
+        self._register = False
+        try:
+            for parent, (op, rest, attrs) in zip(reversed(parents), reversed(view._chain)):
+                value = _WRITE_BACK[op.name](self, parent, value, rest, attrs)
+        finally:
+            self._register = True
+        base = view._base
+        base._node = value._node
+        base._rg = value._rg
+        if base._views:
+            self._rebase_views(base)
+
+    def _rebase_views(self, base):
+        """Give each live view of ``base`` (which an in-place op just gave a new history) the
+        history of its view ops applied to the new one, as PyTorch rebases a view's grad_fn:
+        ``z = y[:2]; y[0] = 10.0`` then sends ``z``'s gradient through the write, not to the
+        ``y`` from before it."""
+        alive = []
+        self._register = False  # the replayed views are temporaries: no need to track them
+        try:
+            for ref in base._views:
+                view = ref()
+                if view is None:
+                    continue
+                alive.append(ref)
+                current = base
+                for op, rest, attrs in view._chain:
+                    current = self.apply(op, (current,) + rest, attrs)
+                view._node = current._node
+                view._rg = current._rg
+        finally:
+            self._register = True
+        base._views = alive
+
+
+def _put_back(interp, parent, value, rest, attrs):
+    from ..ops.indexing import index_put
+    return interp.apply(index_put, (parent, value) + rest, {"spec": attrs["spec"]})
+
+
+def _reshape_back(interp, parent, value, rest, attrs):
+    from ..ops.shape_ops import reshape
+    return interp.apply(reshape, (value,), {"shape": tuple(parent.shape)})
+
+
+def _permute_back(interp, parent, value, rest, attrs):
+    from ..ops.shape_ops import _inverse_permutation, permute
+    return interp.apply(permute, (value,), {"dims": _inverse_permutation(attrs["dims"])})
+
+
+# view op -> how a written view's history goes back into the tensor it views (the new value
+# of that tensor, as an op of its value before the write and the view's new value)
+_WRITE_BACK = {"getitem": _put_back, "reshape": _reshape_back, "permute": _permute_back}
 
 set_interpreter(EagerInterpreter())

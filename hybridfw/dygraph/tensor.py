@@ -38,8 +38,11 @@ class Tensor(TensorMethods):
     # them) because every op reads them on the hot path.
     # _base: the tensor this one is a view of (None otherwise); in-place writes into a view
     # while recording autograd are refused, since the base's graph would not see them.
+    # _chain: on a view, the view ops that make it from _base ((op, other args, attrs), ...);
+    # _views: on a base, weak references to its views. When an in-place op records a new
+    # history for a base, its views get their history rebuilt from it (EagerInterpreter).
     __slots__ = ("_data", "_storage", "_node", "_rg", "grad", "shape", "dtype", "_base",
-                 "__weakref__")
+                 "_chain", "_views", "__weakref__")
 
     def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
         if data is None:
@@ -53,6 +56,8 @@ class Tensor(TensorMethods):
         self._rg = False
         self.grad = None
         self._base = None
+        self._chain = None
+        self._views = None
         if requires_grad:
             self.requires_grad = True
 
@@ -67,6 +72,8 @@ class Tensor(TensorMethods):
         t._rg = node is not None
         t.grad = None
         t._base = None
+        t._chain = None
+        t._views = None
         return t
 
     def _to_tensor(self, value):
@@ -134,6 +141,8 @@ class Tensor(TensorMethods):
         self.shape = value.shape
         self.dtype = value.dtype
         self._base = None
+        self._chain = None
+        self._views = None
 
     # ---- conversion -------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -169,6 +178,8 @@ class Tensor(TensorMethods):
         t._rg = False
         t.grad = None
         t._base = None
+        t._chain = None
+        t._views = None
         return t
 
     def detach_(self) -> "Tensor":
@@ -311,6 +322,8 @@ def wrap_array(arr, dev=None) -> Tensor:
     t._rg = False
     t.grad = None
     t._base = None
+    t._chain = None
+    t._views = None
     return t
 
 
