@@ -58,10 +58,22 @@ class set_grad_enabled:
         return wrapper
 
 
-class no_grad(set_grad_enabled):
-    """Ops inside do not record a graph: ``with hf.no_grad(): ...`` or ``@hf.no_grad()``."""
+def _bare_decorator(cls, function):
+    """``@cls`` without parentheses (PyTorch allows ``@torch.no_grad``): the wrapped function."""
+    if not callable(function):
+        raise TypeError(f"{cls.__name__}() takes no arguments, or a function to decorate; got "
+                        f"{type(function).__name__}")
+    return cls()(function)
 
-    def __init__(self):
+
+class no_grad(set_grad_enabled):
+    """Ops inside do not record a graph: ``with hf.no_grad(): ...``, ``@hf.no_grad()`` or
+    ``@hf.no_grad``."""
+
+    def __new__(cls, function=None):
+        return super().__new__(cls) if function is None else _bare_decorator(cls, function)
+
+    def __init__(self, function=None):
         super().__init__(False)
 
     def __call__(self, fn):
@@ -73,9 +85,12 @@ class no_grad(set_grad_enabled):
 
 
 class enable_grad(set_grad_enabled):
-    """Re-enable recording inside a ``no_grad`` block."""
+    """Re-enable recording inside a ``no_grad`` block (also ``@hf.enable_grad``)."""
 
-    def __init__(self):
+    def __new__(cls, function=None):
+        return super().__new__(cls) if function is None else _bare_decorator(cls, function)
+
+    def __init__(self, function=None):
         super().__init__(True)
 
     def __call__(self, fn):
@@ -160,7 +175,7 @@ class Node:
     """
 
     __slots__ = ("op", "attrs", "edges", "metas", "saved", "versions", "out", "released",
-                 "__weakref__")
+                 "retained", "__weakref__")
 
     def __init__(self, op, attrs, edges, metas, saved, versions):
         self.op = op
@@ -171,6 +186,7 @@ class Node:
         self.versions = versions
         self.out = None
         self.released = False
+        self.retained = None  # weak references to tensors that asked for retain_grad()
 
     def name(self) -> str:
         return f"{self.op.name.capitalize()}Backward"
@@ -301,6 +317,8 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
                 continue
             g = buffers.get(nid)
             if g is not None:
+                if capture is None and getattr(node, "retained", None):
+                    _retain(node, g, create_graph)
                 if capture is None or nid not in targets:
                     del buffers[nid]
                 _run_node(node, g, make, buffers, leaves, capture, needed, targets)
@@ -321,6 +339,18 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         BackwardPass.capture = prev_capture
         BackwardPass.callbacks = prev_callbacks
     return None
+
+
+def _retain(node, g, create_graph) -> None:
+    """``.grad`` of the non-leaf tensors made by ``node`` that called ``retain_grad()``: its
+    complete incoming gradient, accumulated as a leaf's is (a copy: the engine's buffer is
+    reused)."""
+    for ref in node.retained:
+        t = ref()
+        if t is None or t._node is not node:  # gone, or rebound by an in-place op since
+            continue
+        grad = g if create_graph else g.detach().clone()
+        t.grad = grad if t.grad is None else t.grad + grad
 
 
 def _last_users(order, leaves) -> dict:

@@ -6,6 +6,8 @@ with static Variables); what lives here needs real data: conversion to Python/nu
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..backend import Storage, array_device, cpu, default_device, storage_for
@@ -243,8 +245,25 @@ class Tensor(TensorMethods):
         return autograd.register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self) -> None:
-        raise RuntimeError("retain_grad is not supported; use hf.autograd.grad(out, [tensor]) "
-                           "to get the gradient of a non-leaf tensor")
+        """Keep this non-leaf tensor's gradient in ``.grad`` at the next ``backward()`` (a
+        leaf keeps it anyway)."""
+        if self._node is None:
+            if not self._rg:
+                raise RuntimeError("retain_grad: can't retain the gradient of a tensor that does "
+                                   "not require grad")
+            return
+        node = self._node
+        if node.retained is None:
+            node.retained = []
+        if not any(ref() is self for ref in node.retained):
+            node.retained.append(weakref.ref(self))
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf tensor."""
+        node = self._node
+        return node is not None and bool(getattr(node, "retained", None)) and \
+            any(ref() is self for ref in node.retained)
 
     # ---- Python protocol --------------------------------------------------------------------
     def __len__(self) -> int:

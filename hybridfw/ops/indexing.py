@@ -26,8 +26,12 @@ def parse_index(index, to_tensor):
             spec.append(("none",))
         elif item is Ellipsis:
             spec.append(("ellipsis",))
-        elif isinstance(item, bool):
-            raise IndexError("getitem: a Python bool is not a valid index; use a bool tensor")
+        elif isinstance(item, bool):  # numpy's and PyTorch's: a 0-d mask (a new dim of 1 or 0)
+            if item:
+                spec.append(("none",))
+            else:
+                spec.append(("tensor",))
+                tensors.append(to_tensor(False))
         elif isinstance(item, int):
             spec.append(("int", item))
         elif isinstance(item, slice):

@@ -55,6 +55,9 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
             parts = [g.detach().abs().amax() for g in grads]
             total = parts[0] if len(parts) == 1 else stack(
                 [p.to(device) for p in parts]).amax()
+        elif norm_type == 0.0:  # PyTorch's: the 0-"norm" of the per-gradient 0-norms
+            parts = [(g.detach() != 0).any().float() for g in grads]
+            total = parts[0] if len(parts) == 1 else stack([p.to(device) for p in parts]).sum()
         else:
             if norm_type == 2.0:
                 parts = [(g.detach() * g.detach()).sum() for g in grads]

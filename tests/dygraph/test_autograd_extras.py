@@ -1,0 +1,72 @@
+"""PyTorch behaviours a probe found missing: retain_grad, @hf.no_grad / @hf.enable_grad used
+bare, Python bools as indices, and clip_grad_norm_ with norm_type=0. Expected values are worked
+by hand (and equal torch 2.13's)."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+
+
+def test_retain_grad_keeps_a_non_leaf_gradient_and_accumulates():
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    z = y * y
+    assert y.retains_grad and not z.retains_grad
+    (z.sum() + y.sum()).backward(retain_graph=True)   # d/dy = 2y + 1
+    assert y.grad.tolist() == [5.0, 9.0]
+    assert x.grad.tolist() == [10.0, 18.0]
+    (y * 3).sum().backward()
+    assert y.grad.tolist() == [8.0, 12.0]
+    assert z.grad is None
+
+
+def test_retain_grad_on_leaves_and_tensors_without_grad():
+    w = hf.tensor([1.0], requires_grad=True)
+    w.retain_grad()                                   # a leaf keeps its gradient anyway
+    (w * 3).sum().backward()
+    assert w.grad.tolist() == [3.0]
+    with pytest.raises(RuntimeError, match="retain_grad"):
+        hf.tensor([1.0]).retain_grad()
+
+
+def test_retain_grad_is_left_out_of_autograd_grad():
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    (g,) = hf.autograd.grad((y * y).sum(), [x])
+    assert g.tolist() == [8.0, 16.0] and y.grad is None
+
+
+def test_no_grad_and_enable_grad_as_bare_decorators():
+    @hf.no_grad
+    def doubled(x):
+        return x * 2
+
+    @hf.enable_grad
+    def tripled(x):
+        return x * 3
+
+    x = hf.tensor([1.0], requires_grad=True)
+    assert not doubled(x).requires_grad and doubled.__name__ == "doubled"
+    with hf.no_grad():
+        assert tripled(x).requires_grad
+    with pytest.raises(TypeError, match="no_grad"):
+        hf.no_grad(3)
+
+
+def test_python_bools_index_like_a_0d_mask():
+    a = hf.arange(6.0).reshape(2, 3)
+    assert a[True].shape == (1, 2, 3) and a[False].shape == (0, 2, 3)
+    assert a[True, 0].shape == (1, 3) and a[False, 1:].shape == (0, 1, 3)
+    np.testing.assert_array_equal(a[True].numpy(), np.arange(6.0).reshape(1, 2, 3))
+
+
+def test_clip_grad_norm_of_order_zero_counts_the_nonzero_gradients():
+    p = hf.nn.Parameter(hf.tensor([3.0, 0.0, 4.0]))
+    q = hf.nn.Parameter(hf.tensor([1.0]))
+    p.grad, q.grad = hf.tensor([3.0, 0.0, 4.0]), hf.tensor([0.0])
+    norm = hf.nn.utils.clip_grad_norm_([p, q], 0.5, norm_type=0)
+    assert float(norm) == 1.0                         # one gradient with a nonzero entry
+    np.testing.assert_allclose(p.grad.numpy(), [3 * 0.5 / (1 + 1e-6), 0.0, 4 * 0.5 / (1 + 1e-6)],
+                               rtol=1e-6)
