@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["Device", "device", "cpu", "Storage", "cuda_is_available", "cuda_device_count",
            "to_device_array", "default_device", "set_default_device", "array_device",
-           "is_writeable", "root_array", "storage_for", "add_at"]
+           "is_writeable", "root_array", "storage_for", "add_at", "blas_libraries"]
 
 _cupy = None
 _cupy_checked = False
@@ -222,3 +222,22 @@ def storage_for(arr, dev: Device) -> Storage:
     if arr.base is None:
         return Storage(arr.nbytes, dev)
     return Storage(root_array(arr).nbytes, dev)
+
+
+def blas_libraries() -> list:
+    """Paths of the shared libraries that may hold numpy's BLAS: the ones numpy's wheels bundle
+    (``numpy.libs/`` on Linux and Windows, ``numpy/.dylibs/`` on macOS), then numpy's core
+    extension (whose dependencies hold the BLAS of a numpy built against a system one)."""
+    import glob
+    import os
+    package = os.path.dirname(np.__file__)
+    found = []
+    for folder in (os.path.join(os.path.dirname(package), "numpy.libs"),
+                   os.path.join(package, ".dylibs")):
+        found += sorted(path for path in glob.glob(os.path.join(folder, "*"))
+                        if "blas" in os.path.basename(path).lower())
+    core = os.path.join(package, "_core")
+    if not os.path.isdir(core):  # numpy 1.x
+        core = os.path.join(package, "core")
+    found += sorted(glob.glob(os.path.join(core, "_multiarray_umath*")))
+    return found

@@ -94,19 +94,9 @@ def blas_threads() -> int:
 
 def _find_blas_getter():
     import ctypes
-    import glob
 
-    import numpy as np
-    package = os.path.dirname(np.__file__)
-    paths = []
-    for folder in (os.path.join(os.path.dirname(package), "numpy.libs"),
-                   os.path.join(package, ".dylibs")):
-        paths += sorted(p for p in glob.glob(os.path.join(folder, "*"))
-                        if "blas" in os.path.basename(p).lower())
-    core = os.path.join(package, "_core")
-    paths += sorted(glob.glob(os.path.join(core if os.path.isdir(core) else
-                                           os.path.join(package, "core"), "_multiarray_umath*")))
-    for path in paths:
+    from ..backend import blas_libraries
+    for path in blas_libraries():
         try:
             library = ctypes.CDLL(path)
         except OSError:

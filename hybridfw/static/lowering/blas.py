@@ -27,8 +27,6 @@ Only imported by generated modules and the lowering (so numba is there).
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 
 import llvmlite.binding as llvm
 import llvmlite.ir as lir
@@ -38,6 +36,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ...backend import blas_libraries
+
 __all__ = ["SYMBOLS", "available", "gemm", "library", "symbol"]
 
 # (name with {} for the precision letter, integer bits) in the order they are tried
@@ -46,26 +46,10 @@ SYMBOLS = (("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64),
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 
 
-def _candidate_libraries() -> list:
-    """numpy's bundled BLAS files, then numpy's core extension (whose dependencies hold the
-    BLAS of a numpy built against a system one)."""
-    package = os.path.dirname(np.__file__)
-    found = []
-    for folder in (os.path.join(os.path.dirname(package), "numpy.libs"),
-                   os.path.join(package, ".dylibs")):
-        found += sorted(path for path in glob.glob(os.path.join(folder, "*"))
-                        if "blas" in os.path.basename(path).lower())
-    core = os.path.join(package, "_core")
-    if not os.path.isdir(core):  # numpy 1.x
-        core = os.path.join(package, "core")
-    found += sorted(glob.glob(os.path.join(core, "_multiarray_umath*")))
-    return found
-
-
 def _find() -> tuple:
     """``(handle, library path, symbol pattern, integer bits, {letter: address})``, or Nones
     and an empty dict."""
-    for path in _candidate_libraries():
+    for path in blas_libraries():
         try:
             handle = ctypes.CDLL(path)
         except OSError:
