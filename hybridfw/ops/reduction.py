@@ -171,14 +171,39 @@ def _exclusive_prod_kernel(xp, a, *, dim=None):
 
 
 def _exclusive_prod_grad(g, out, a, *, dim=None):
-    raise RuntimeError("prod: double backward (the derivative of prod's gradient) is not "
-                       "supported; first-order gradients of prod are")
+    """Within a reduction group of n elements, ``d excl_k / d a_j`` is the product of the
+    elements other than ``j`` and ``k`` (0 for ``j == k``), so ``grad_j = sum_k g_k E[j, k]``
+    with ``E`` the exclusive products of the group with element ``j`` set to 1 (row ``j``),
+    diagonal zeroed: zeros in ``a`` need no division. It costs an (n, n) matrix per group."""
+    from .creation import eye
+    from .shape_ops import _inverse_permutation, permute, reshape
+    shape = tuple(a.shape)
+    if any(not isinstance(s, int) or s < 0 for s in shape):
+        raise RuntimeError("prod: double backward through a product over dims whose sizes are "
+                           f"known only at run time (shape {shape}) is not supported")
+    dims = normalize_dims("prod", dim, len(shape))
+    rest = [i for i in range(len(shape)) if i not in dims]
+    order = tuple(rest + list(dims))
+    lead = tuple(shape[i] for i in rest)
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    if n <= 1:  # the product of no other element is 1: no dependence on a
+        return g * 0.0
+    flat_a = apply(reshape, apply(permute, a, dims=order), shape=lead + (1, n))
+    flat_g = apply(reshape, apply(permute, g, dims=order), shape=lead + (1, n))
+    identity = apply(eye, n=n, m=n, dtype=a.dtype, device=str(g.device))
+    off = 1.0 - identity
+    others = apply(exclusive_prod, flat_a * off + identity, dim=len(lead) + 1) * off
+    grad = apply(sum_, others * flat_g, dim=(len(lead) + 1,), keepdim=False)
+    grad = apply(reshape, grad, shape=tuple(shape[i] for i in order))
+    return apply(permute, grad, dims=_inverse_permutation(order))
 
 
-# The product of the other elements, prod's gradient. Its own derivative is refused with a clear
-# error when a second backward reaches it, rather than silently treated as zero.
+# The product of the other elements, prod's gradient; its own gradient (prod's double backward)
+# is written in these same ops, so every order works.
 exclusive_prod = register("exclusive_prod", infer=_exclusive_prod_infer,
-                          kernel=_exclusive_prod_kernel, vjp=(_exclusive_prod_grad,))
+                          kernel=_exclusive_prod_kernel, save=(0,), vjp=(_exclusive_prod_grad,))
 
 prod = register("prod", infer=_prod_infer, kernel=_prod_kernel, save=(0,),
                 vjp=(lambda g, out, a, *, dim=None, keepdim=False:

@@ -70,3 +70,32 @@ def test_clip_grad_norm_of_order_zero_counts_the_nonzero_gradients():
     assert float(norm) == 1.0                         # one gradient with a nonzero entry
     np.testing.assert_allclose(p.grad.numpy(), [3 * 0.5 / (1 + 1e-6), 0.0, 4 * 0.5 / (1 + 1e-6)],
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape,dim,zeros", [((3, 4), 1, 0), ((3, 4), 0, 2), ((2, 3, 4), (0, 2), 1),
+                                             ((2, 3), None, 1), ((3, 1), 1, 0)])
+def test_double_backward_through_prod_matches_finite_differences(shape, dim, zeros):
+    """prod's second derivative (zeros in the input included) against central differences of
+    its first derivative."""
+    rng = np.random.default_rng(7)
+    start = rng.standard_normal(shape)
+    start.reshape(-1)[:zeros] = 0.0
+
+    def first(values, create_graph):
+        x = hf.tensor(values, dtype="float64", requires_grad=True)
+        y = x.prod(dim) if not isinstance(dim, tuple) else x.prod(dim[1]).prod(dim[0])
+        (g,) = hf.autograd.grad((y * y).sum(), [x], create_graph=create_graph)
+        return x, g
+
+    x, g = first(start, True)
+    (h,) = hf.autograd.grad((g * g).sum(), [x])
+    eps = 1e-6
+    numeric = np.zeros(shape)
+    for i in np.ndindex(*shape):
+        up, down = start.copy(), start.copy()
+        up[i] += eps
+        down[i] -= eps
+        f_up = float((first(up, False)[1].numpy() ** 2).sum())
+        f_down = float((first(down, False)[1].numpy() ** 2).sum())
+        numeric[i] = (f_up - f_down) / (2 * eps)
+    np.testing.assert_allclose(h.numpy(), numeric, rtol=1e-5, atol=1e-6)
