@@ -99,3 +99,15 @@ def test_double_backward_through_prod_matches_finite_differences(shape, dim, zer
         f_down = float((first(down, False)[1].numpy() ** 2).sum())
         numeric[i] = (f_up - f_down) / (2 * eps)
     np.testing.assert_allclose(h.numpy(), numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_double_backward_through_prod_in_a_static_program():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [3], "float64")
+        (g,) = hf.static.gradients([x.prod()], [x])
+        (h,) = hf.static.gradients([g.sum()], [x])
+    got = hf.static.Executor().run(prog, feed={"x": np.array([1.0, 2.0, 3.0])},
+                                   fetch_list=[g, h], return_numpy=True)
+    np.testing.assert_allclose(got[0], [6.0, 3.0, 2.0])
+    np.testing.assert_allclose(got[1], [5.0, 4.0, 3.0])   # by hand: sum of the other pairs
