@@ -218,6 +218,12 @@ def _getitem_kernel(xp, a, *index, spec):
     return view[idx]  # basic indexing gives a view, advanced a copy
 
 
+def _getitem_subscript(*index, spec):
+    """Without index tensors the kernel's index depends on ``spec`` alone: the index itself
+    (exactly what :func:`_getitem_kernel` applies: no int selects to split off then)."""
+    return None if index else build_index(spec, ())
+
+
 def _getitem_grad(g, out, a, *index, spec):
     if -1 not in a.shape:
         return apply(getitem_backward, g, *index, spec=spec, shape=tuple(a.shape))
@@ -264,7 +270,8 @@ def _getitem_lower(in_shape, out_shape, *index, spec):
 
 
 getitem = register("getitem", infer=_getitem_infer, kernel=_getitem_kernel, view=True,
-                   save=slice(1, None), vjp=(_getitem_grad,), lower=view_rule(_getitem_lower))
+                   save=slice(1, None), vjp=(_getitem_grad,), lower=view_rule(_getitem_lower),
+                   subscript=_getitem_subscript)
 
 
 def _getitem_backward_infer(g, *index, spec, shape):

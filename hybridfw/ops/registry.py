@@ -25,6 +25,10 @@ Every primitive op is one :class:`OpDef`, defined once, holding together:
   then one rule, called with ``input_index=i`` for input ``i``.
 - ``view``: the output may share memory with input 0 (reshape, transpose, basic slicing).
 - ``supports_out``: the kernel accepts ``out=`` (in-place methods such as ``add_`` use it).
+- ``subscript`` (optional, view ops): ``subscript(*index_operands, **attrs) -> index or None``,
+  the index the kernel applies as ``input0[index]`` when it is the same on every call (None
+  otherwise): the executor's generated code then subscripts input 0 itself, with the index made
+  once, where the kernel would rebuild it on each call.
 
 Interpreters (eager in ``dygraph/``, graph building in ``static/``) register themselves with
 :func:`set_interpreter`; :func:`apply` hands each call to the active one, held in a context
@@ -113,6 +117,7 @@ class OpDef:
         self.onnx = None  # the ONNX lowering rule (see onnx_rules), set beside the op's other rules
 
     lower = None  # optional lowering rule for compiled regions (see hybridfw.static.lowering)
+    subscript = None  # optional: the index a view op applies, fixed by its attributes
 
     @property
     def differentiable(self) -> bool:
@@ -128,17 +133,22 @@ _REGISTRY: dict[str, OpDef] = {}
 def register(name: str, *, infer: Callable, kernel: Callable, vjp: tuple | None = None,
              save: tuple | slice = (), save_output: bool = False, view: bool = False,
              supports_out: bool = False, variadic: bool = False, doc: str = "",
-             lower: Callable | None = None) -> OpDef:
+             lower: Callable | None = None, subscript: Callable | None = None) -> OpDef:
     """Define a primitive op. Each name may be registered once.
 
     ``lower`` (optional) is the op's rule for compiled regions (:mod:`hybridfw.static.lowering`);
-    when omitted, a ``lower`` attribute its kernel carries (set by a kernel factory) is used."""
+    when omitted, a ``lower`` attribute its kernel carries (set by a kernel factory) is used.
+    ``subscript`` (optional, view ops only): see the module docstring."""
     if name in _REGISTRY:
         raise ValueError(f"op {name!r} is already registered")
     if vjp is not None:
         vjp = tuple(vjp)
     op = OpDef(name, infer, kernel, vjp, save, save_output, view, supports_out, variadic, doc)
     op.lower = lower if lower is not None else getattr(kernel, "lower", None)
+    if subscript is not None:
+        if not view:
+            raise ValueError(f"op {name!r}: a subscript rule belongs to a view op")
+        op.subscript = subscript
     _REGISTRY[name] = op
     return op
 

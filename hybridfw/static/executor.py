@@ -157,10 +157,18 @@ class _BlockEmitter:
     def _registry_op(self, op, info, where) -> None:
         fs, memory = self.fs, self.memory
         opdef = self._registry[op.type]
-        metas = [self.metas[i] if isinstance(i, str) else None for i in op.inputs]
-        call = OpCall(fs, op, opdef, info, metas)
         out = op.outputs[0]
         ident = fs.ident(out)
+        if opdef.subscript is not None and (memory is None or out not in memory.offsets) and \
+                op.inputs[0].__class__ is str and where[1] not in self.asyncs:
+            index = opdef.subscript(*op.inputs[1:], **op.attrs)
+            if index is not None:  # input0[index]: a 0-d result is a numpy scalar then
+                value = f"{fs.ident(op.inputs[0])}[{fs.const(index, 'index')}]"
+                fs.line(f"{ident} = " + (value if len(info[0]) else f"_as_array({value})"),
+                        where)
+                return
+        metas = [self.metas[i] if isinstance(i, str) else None for i in op.inputs]
+        call = OpCall(fs, op, opdef, info, metas)
         if memory is not None and out in memory.offsets:
             buf = self.buffers[out]
             in_place_update = op.type in OUT_UPDATES_INPUT0 and \

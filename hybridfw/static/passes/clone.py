@@ -76,11 +76,11 @@ def clone_program(program: Program, keep=None) -> Program:
 
 def working_copy(program: Program) -> Program:
     """A program the calling pass may rewrite: ``program`` itself when it is the private copy of
-    the running :func:`private_copy` block, else :func:`clone_program` of it. Either way, fresh
-    names continue after the largest numbered name in use, as after a clone."""
+    the running :func:`private_copy` block, else :func:`clone_program` of it. Fresh names
+    continue after the largest numbered name in use (a clone) or the program's own counter."""
     if program is not _PRIVATE.get():
         return clone_program(program)
-    program._counter = itertools.count(_next_number(program))
+    # (its own counter already runs past the names it made; unique_name skips any other)
     return program
 
 

@@ -30,7 +30,8 @@ Example::
 from __future__ import annotations
 
 from ..ir import Block, Operator, Program
-from .analysis import assigned_state, is_pure, resolve_fetch
+from ..verifier import is_registry_op
+from .analysis import RANDOM_OPS, SIDE_EFFECT_OPS, assigned_state, resolve_fetch
 from .clone import working_copy
 from .rewrite import add_capture, erase_ops, holders, replace_uses
 
@@ -64,7 +65,7 @@ def _merge_block(program, block: Block, available: dict, mapping: dict, fixed: s
         for sub in op.blocks:
             _merge_block(program, sub, available, mapping, fixed, holder_map)
         key = expression_key(block, op)
-        if key is None or any(name in fixed for name in op.input_names()):
+        if key is None or not fixed.isdisjoint(op.input_names()):
             continue
         existing = available.get(key)
         if existing is None:
@@ -80,20 +81,49 @@ def _merge_block(program, block: Block, available: dict, mapping: dict, fixed: s
 def expression_key(block: Block, op: Operator) -> tuple | None:
     """A hashable description of what a pure single-output operator computes, or None when it
     may not be merged (impure, several outputs, or attributes that cannot be compared)."""
-    if len(op.outputs) != 1 or op.blocks or not is_pure(block, op):
+    outputs = op.outputs
+    if len(outputs) != 1 or op.blocks:
+        return None
+    type_ = op.type
+    # is_pure, spelled out for the one-output, block-free operator (run per operator of every
+    # program: the calls and the generic checks cost more than the key itself)
+    if type_ in RANDOM_OPS or type_ in SIDE_EFFECT_OPS or type_ == "py_func" or \
+            not is_registry_op(type_):
+        return None
+    var = block.vars.get(outputs[0])
+    if (var if var is not None else block.var(outputs[0])).persistable:
         return None
     try:
         # names stay strings; numbers become tuples (_freeze or ("repr", ...)): never equal
-        operands = tuple(i if isinstance(i, str) else _operand_key(i) for i in op.inputs)
-        items = sorted(op.attrs.items())  # by name (names are unique)
-        attrs = ("repr", repr(items)) if all(_plain(v) for _, v in items) else \
-            tuple((k, _freeze(v)) for k, v in items)
-        key = (op.type, tuple(sorted(operands, key=repr)) if op.type in COMMUTATIVE
-               else operands, attrs)
+        operands = op.inputs
+        if operands.__class__ is not tuple or len(op.input_names()) != len(operands):
+            operands = tuple([i if i.__class__ is str else _operand_key(i) for i in operands])
+        if type_ in COMMUTATIVE:
+            if len(operands) == 2 and operands[0].__class__ is str and \
+                    operands[1].__class__ is str:
+                if operands[0] > operands[1]:
+                    operands = (operands[1], operands[0])
+            else:
+                operands = tuple(sorted(operands, key=repr))
+        attrs = op.attrs
+        if attrs:
+            items = sorted(attrs.items())  # by name (names are unique)
+            plain = True
+            for _, v in items:
+                if not _plain(v):
+                    plain = False
+                    break
+            key = (type_, operands, ("repr", repr(items)) if plain else
+                   tuple([(k, _freeze(v)) for k, v in items]))
+        else:
+            key = (type_, operands, _NO_ATTRS)
         hash(key)
     except TypeError:
         return None
     return key
+
+
+_NO_ATTRS = ("repr", "[]")
 
 
 _PLAIN_SCALARS = frozenset({int, float, bool, str, type(None)})
