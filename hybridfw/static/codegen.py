@@ -52,6 +52,8 @@ OUT_UPDATES_INPUT0 = frozenset({"index_put"})
 
 _sources = itertools.count()
 
+_NEP50 = int(np.__version__.split(".")[0]) >= 2  # a Python or 0-d operand never sets the dtype
+
 
 _LITERAL_CLASSES = frozenset({type(None), bool, int, str})
 
@@ -63,12 +65,19 @@ def _is_literal(value) -> bool:
         return True
     if cls is float:
         return math.isfinite(value)
-    if cls is tuple:
-        for v in value:  # a loop, not all(): attribute tuples nest deep (fused op lists)
-            if not _is_literal(v):
+    if cls is not tuple:
+        return False
+    pending = [value]  # a stack, not recursion: attribute tuples nest deep (fused op lists)
+    while pending:
+        for v in pending.pop():
+            cls = v.__class__
+            if cls in _LITERAL_CLASSES:
+                continue
+            if cls is tuple:
+                pending.append(v)
+            elif cls is not float or not math.isfinite(v):
                 return False
-        return True
-    return False
+    return True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -92,7 +101,7 @@ class FunctionSource:
         self.namespace: dict = {"_xp": xp}
         self._ids: dict = {}
         self._literals: dict = {}  # repr of a nested-tuple literal -> its namespace name
-        self._exact: dict = {}     # what decides _out_is_exact -> its answer
+        self._exact: dict = {}     # what decides _result_dtype -> its answer
         self._taken: set = set()
         self._counter = itertools.count()
 
@@ -250,27 +259,36 @@ class OpCall:
             self._function = fs.const(kernel, op.type)
             parts.insert(0, "_xp")
         self._parts = parts
+        result = None
+        if opdef.supports_out and op.type not in OUT_UPDATES_INPUT0 or ufunc is not None:
+            result = _cached_result_dtype(fs, kernel, op, metas, cdtype)
         self.accepts_out = opdef.supports_out and op.type not in OUT_UPDATES_INPUT0 and \
-            _cached_out_is_exact(fs, kernel, op, metas, cdtype, dtype)
+            result is not None and np.can_cast(result, dtype.np, "same_kind")
+        # a ufunc called without out= returns a fresh array (of at least one dim when the result
+        # has one); when its dtype is the output's, generated code needs no _fix around it.
+        # (numpy 1's value-based casting makes a 0-d operand's dtype depend on its value.)
+        self.fresh = ufunc is not None and xp is np and result is not None and \
+            result == dtype.np and len(info[0]) > 0 and \
+            (_NEP50 or all(len(m.shape) for m in metas if m is not None))
 
     def expr(self, out: str | None = None) -> str:
         parts = self._parts + [f"out={out}"] if out else self._parts
         return f"{self._function}({', '.join(parts)})"
 
 
-def _cached_out_is_exact(fs: FunctionSource, kernel, op, metas, cdtype, dtype) -> bool:
-    """:func:`_out_is_exact`, asked once per function for each combination of what decides it
-    (kernel, dtypes, operand ranks and dtypes, Python operands and attributes); operators whose
-    operands or attributes have no exact key are tried each."""
+def _cached_result_dtype(fs: FunctionSource, kernel, op, metas, cdtype):
+    """:func:`_result_dtype`, asked once per function for each combination of what decides it
+    (kernel, compute dtype, operand ranks and dtypes, Python operands and attributes); operators
+    whose operands or attributes have no exact key are tried each."""
     parts = [(len(meta.shape), meta.dtype.name) if isinstance(operand, str) else
              exact_key(operand) for operand, meta in zip(op.inputs, metas)]
     parts += [exact_key(value) for value in op.attrs.values()]
     if any(part is None for part in parts):
-        return _out_is_exact(fs.xp, kernel, op, metas, cdtype, dtype)
-    key = (kernel, cdtype and cdtype.name, dtype.name, tuple(op.attrs), *parts)
-    answer = fs._exact.get(key)
-    if answer is None:
-        answer = fs._exact[key] = _out_is_exact(fs.xp, kernel, op, metas, cdtype, dtype)
+        return _result_dtype(fs.xp, kernel, op, metas, cdtype)
+    key = (kernel, cdtype and cdtype.name, tuple(op.attrs), *parts)
+    answer = fs._exact.get(key, fs)
+    if answer is fs:
+        answer = fs._exact[key] = _result_dtype(fs.xp, kernel, op, metas, cdtype)
     return answer
 
 
@@ -282,10 +300,11 @@ def exact_key(value):
     return ("literal", repr(value)) if _is_literal(value) else None
 
 
-def _out_is_exact(xp, kernel, op, metas, cdtype, dtype) -> bool:
-    """Whether the kernel's natural result dtype casts to ``dtype`` the way ``out=`` does
-    (numpy's "same_kind"): tried once on one-element arrays, as ``floor`` of an int64 tensor
-    computes float64 that cannot be written into an int64 buffer."""
+def _result_dtype(xp, kernel, op, metas, cdtype):
+    """The numpy dtype of the kernel's natural result (None when it fails or gives no array),
+    tried once on one-element arrays: whether it casts to the output's dtype the way ``out=``
+    does (numpy's "same_kind"; ``floor`` of an int64 tensor computes float64, which cannot be
+    written into an int64 buffer), or is exactly it."""
     args = []
     for operand, meta in zip(op.inputs, metas):
         if isinstance(operand, str):
@@ -296,10 +315,9 @@ def _out_is_exact(xp, kernel, op, metas, cdtype, dtype) -> bool:
     try:
         with np.errstate(all="ignore"):
             result = kernel(xp, *args, **op.attrs)
-    except Exception:  # noqa: BLE001 - any failure means: do not use out= for this op
-        return False
-    result_dtype = getattr(result, "dtype", None)
-    return result_dtype is not None and np.can_cast(result_dtype, dtype.np, "same_kind")
+    except Exception:  # noqa: BLE001 - any failure means: do not rely on the result's dtype
+        return None
+    return getattr(result, "dtype", None)
 
 
 def runtime_helpers(xp, arena) -> dict:

@@ -179,6 +179,8 @@ class _BlockEmitter:
                 value = f"_copyto({buf}, {call.expr()})"
         elif opdef.view:
             value = f"_as_array({call.expr()})"
+        elif call.fresh:
+            value = call.expr()
         else:
             value = f"_fix({call.expr()}, {fs.dtype_const(info[1].np)})"
         if where[1] in self.asyncs:  # on the worker: its operands bound now, waited at anchor

@@ -357,3 +357,62 @@ def test_float_ops_of_bool_inputs_compute_in_the_result_dtype_as_eager(op):
     reference = {"exp": np.exp, "sin": np.sin, "sqrt": np.sqrt, "log1p": np.log1p,
                  "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[op](x)
     np.testing.assert_allclose(got.numpy(), reference, rtol=1e-6)
+
+
+def _indexing_program():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [4, 3])
+        i = hf.static.data("i", [2], "int64")
+        outs = [x[1:, ::2], x[-1], x[None, ..., 0], x[2, 1], x[i], x[..., -2:, None]]
+    return prog, outs
+
+
+def test_getitem_without_index_tensors_is_a_subscript():
+    # the index is made once, at plan time: the line subscripts the array itself; a 0-d
+    # result (a numpy scalar) becomes an array; an index tensor still goes through the kernel
+    prog, outs = _indexing_program()
+    x_np = np.arange(12, dtype=np.float32).reshape(4, 3)
+    feed = {"x": hf.tensor(x_np), "i": hf.tensor([0, 2])}
+    source = Executor().compile(prog, feed, outs).source
+    lines = [line.strip() for line in source.splitlines()]
+    assert sum(line.startswith("t") and "= x[_index" in line for line in lines) == 4
+    assert "_as_array(x[_index" in source  # x[2, 1]: 0-d
+    assert source.count("_getitem(") == 1  # x[i]
+    results = Executor().run(prog, feed, outs, return_numpy=True)
+    expected = [x_np[1:, ::2], x_np[-1], x_np[None, ..., 0], x_np[2, 1], x_np[[0, 2]],
+                x_np[..., -2:, None]]
+    for got, want in zip(results, expected):
+        assert isinstance(got, np.ndarray) and got.shape == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+    # out of range (a dim known at run time): the subscript raises as the kernel does
+    dyn = hf.static.Program()
+    with hf.static.program_guard(dyn):
+        y = hf.static.data("y", [-1, 3])[3]
+    assert Executor().run(dyn, {"y": hf.ones(4, 3)}, [y], return_numpy=True)[0].shape == (3,)
+    with pytest.raises(IndexError, match="getitem"):
+        Executor().run(dyn, {"y": hf.ones(2, 3)}, [y])
+
+
+def test_ufunc_results_of_the_output_dtype_need_no_fix():
+    # a ufunc called without out= returns a fresh array: no _fix around it when its dtype is
+    # the output's; kernels of our own (sigmoid), 0-d results and other dtypes keep it
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [4, 3])
+        k = hf.static.data("k", [4, 3], "int32")
+        outs = [x * x, x + 1.5, k + 0.5, k * 3, x.sigmoid(), x[0, 0] * 2.0, x.tanh()]
+    x_np = np.linspace(-2, 2, 12, dtype=np.float32).reshape(4, 3)
+    k_np = np.arange(12, dtype=np.int32).reshape(4, 3)
+    feed = {"x": hf.tensor(x_np), "k": hf.tensor(k_np)}
+    source = Executor().compile(prog, feed, outs).source
+    body = [line.strip() for line in source.splitlines()[2:-1]]
+    fixed = [line for line in body if "_fix(" in line]
+    assert len(fixed) == 2 and "_sigmoid(" in fixed[0] and "_multiply(t5" in fixed[1], body
+    results = Executor().run(prog, feed, outs, return_numpy=True)
+    expected = [x_np * x_np, x_np + np.float32(1.5), k_np.astype(np.float32) + np.float32(0.5),
+                k_np * np.int32(3), 1 / (1 + np.exp(-x_np.astype(np.float64))),
+                np.float32(x_np[0, 0] * 2), np.tanh(x_np)]
+    for got, want, var in zip(results, expected, outs):
+        assert got.dtype == var.dtype.np and got.shape == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
