@@ -35,19 +35,23 @@ class UnsupportedConstructError(ConversionError, NotImplementedError):
         super().__init__(message, filename, lineno)
 
 
-_converted_codes: set = set()
+# id -> code object of converted code (the value keeps the id from being reused). Looked up
+# by id: a code object's hash is computed on each use, over its bytecode and constants (~1 us
+# for a small function, 20 us for a module), and user_frame asks for every frame it passes
+# while each operator is recorded.
+_converted_codes: dict = {}
 
 
 def register_code(code) -> None:
     """Remember ``code`` (and the code objects nested in it) as converted code."""
-    _converted_codes.add(code)
+    _converted_codes[id(code)] = code
     for const in code.co_consts:
         if hasattr(const, "co_code"):
             register_code(const)
 
 
 def is_converted_code(code) -> bool:
-    return code in _converted_codes
+    return id(code) in _converted_codes
 
 
 def user_frame(depth: int = 1):
@@ -55,7 +59,7 @@ def user_frame(depth: int = 1):
     or None."""
     frame = sys._getframe(depth)
     while frame is not None:
-        if frame.f_code in _converted_codes:
+        if id(frame.f_code) in _converted_codes:
             return frame
         frame = frame.f_back
     return None

@@ -49,8 +49,10 @@ def has_side_effects(block: Block, op: Operator) -> bool:
         return True
     if not is_registry_op(type_) and not is_control_flow(type_):
         return True
+    own = block.vars
     for name in op.outputs:
-        if block.var(name).persistable:
+        var = own.get(name)  # (an output is nearly always the block's own)
+        if (var if var is not None else block.var(name)).persistable:
             return True
     for sub in op.blocks:
         for inner in sub.ops:

@@ -60,14 +60,17 @@ def run(program: Program, fetch=None) -> Program:
                  and name not in assigned}
     folded: dict = {}
     for op in block.ops:
-        if op.type in NOT_FOLDED or not is_pure(block, op):
-            continue
-        if not all(isinstance(i, (int, float)) or i in constants or i in folded
-                   for i in op.inputs):
-            continue
-        value = _evaluate(block, op, {**constants, **folded}, xp)
-        if value is not None:
-            folded[op.outputs[0]] = value
+        for i in op.inputs:  # (most operators read a computed value: found at the first input)
+            if i.__class__ is str:
+                if i not in constants and i not in folded:
+                    break
+            elif not isinstance(i, (int, float)):
+                break
+        else:
+            if op.type not in NOT_FOLDED and is_pure(block, op):
+                value = _evaluate(block, op, {**constants, **folded}, xp)
+                if value is not None:
+                    folded[op.outputs[0]] = value
     if not folded:
         return program
     erase_ops(block, [op for op in block.ops if any(name in folded for name in op.outputs)])

@@ -52,7 +52,7 @@ def _sweep(block: Block, live: set, names: set) -> set:
     dead = []
     read: set = set()
     for op in reversed(block.ops):
-        if not has_side_effects(block, op) and not any(name in live for name in op.outputs):
+        if live.isdisjoint(op.outputs) and not has_side_effects(block, op):
             dead.append(op)
             continue
         if not op.blocks and is_registry_op(op.type):  # no attribute names, no sub-blocks
