@@ -27,9 +27,8 @@ class Dataset(ABC):
     def __getitem__(self, index):
         """Sample ``index``."""
 
-    @abstractmethod
-    def __len__(self) -> int:
-        """The number of samples."""
+    # ``__len__`` (the number of samples) is not required, as in PyTorch: a dataset without
+    # one is read through a ``sampler`` (``len(dataset)`` then raises Python's TypeError)
 
 
 class TensorDataset(Dataset):

@@ -7,8 +7,11 @@ form of each schedule; ``step(epoch)`` jumps to an epoch with the closed form.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from abc import ABC, abstractmethod
+
+import numpy as np
 
 from .optimizer import Optimizer, check_number
 
@@ -55,6 +58,11 @@ class LRScheduler(ABC):
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to ``epoch``, deprecated as in PyTorch) and set the lrs."""
         self._step_count += 1
+        if self._step_count == 2 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(f"{type(self).__name__}.step() was called before the optimizer's "
+                          "step(); call optimizer.step() first, then the scheduler's step() "
+                          "(as in PyTorch): this order skips the schedule's first learning rate",
+                          UserWarning, stacklevel=2)
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
@@ -76,6 +84,12 @@ class LRScheduler(ABC):
         self.__dict__.update(state_dict)
 
 
+def _positive_number(value) -> bool:
+    """A real number above 0 (numpy's included; not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and \
+        value > 0
+
+
 class StepLR(LRScheduler):
     """Multiply each group's lr by ``gamma`` every ``step_size`` epochs.
 
@@ -88,7 +102,7 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1):
-        if isinstance(step_size, bool) or not isinstance(step_size, int) or step_size <= 0:
+        if not _positive_number(step_size):  # (an int, as a rule; any number, as PyTorch's)
             raise ValueError(f"StepLR: step_size must be a positive int, got {step_size!r}")
         self.step_size = step_size
         self.gamma = check_number("StepLR", "gamma", gamma)
@@ -118,7 +132,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
                  last_epoch: int = -1):
-        if isinstance(T_max, bool) or not isinstance(T_max, int) or T_max <= 0:
+        if not _positive_number(T_max):
             raise ValueError(f"CosineAnnealingLR: T_max must be a positive int, got {T_max!r}")
         self.T_max = T_max
         self.eta_min = check_number("CosineAnnealingLR", "eta_min", eta_min)

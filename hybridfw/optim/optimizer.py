@@ -229,6 +229,7 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        self._opt_called = True  # (a scheduler stepping first warns, as PyTorch's)
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:

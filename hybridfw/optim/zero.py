@@ -132,6 +132,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        self._opt_called = True
         if self._local is not None:
             for local, index in zip(self._local.param_groups, self._local_to_global):
                 for k, v in self.param_groups[index].items():

@@ -55,12 +55,24 @@ def test_tensor_dataset_errors():
         TensorDataset()
 
 
-def test_dataset_is_abstract():
+def test_dataset_needs_getitem_not_len():
+    # as PyTorch's: __getitem__ is required; a dataset without __len__ is read through a
+    # sampler, and len() of it raises Python's TypeError
+    class NoItem(Dataset):
+        def __len__(self):
+            return 3
+    with pytest.raises(TypeError):
+        NoItem()
+
     class NoLen(Dataset):
         def __getitem__(self, i):
-            return i
-    with pytest.raises(TypeError):
-        NoLen()
+            return float(i) * 2
+
+    ds = NoLen()
+    with pytest.raises(TypeError, match="len"):
+        len(ds)
+    batches = [b.tolist() for b in DataLoader(ds, batch_size=2, sampler=range(5))]
+    assert batches == [[0.0, 2.0], [4.0, 6.0], [8.0]]
 
 
 def test_subset_and_random_split_are_seeded():

@@ -2,6 +2,7 @@
 import contextlib
 import gc
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -513,8 +514,48 @@ def test_scheduler_validation():
         StepLR(opt, step_size=0)
     with pytest.raises(ValueError, match="T_max"):
         CosineAnnealingLR(opt, T_max=-3)
+    for bad in (True, "2", None):
+        with pytest.raises(ValueError, match="step_size"):
+            StepLR(opt, step_size=bad)
     with pytest.raises(TypeError, match="optimizer"):
         StepLR(object(), step_size=1)
+
+
+def test_scheduler_periods_of_any_number_type():
+    # as PyTorch: numpy ints and floats are periods too (step_size in // and %, T_max in cos)
+    p = hf.ones(1, requires_grad=True)
+    for step_size in (np.int64(2), 2.0):
+        opt = SGD([p], lr=0.1)
+        got = _lrs(StepLR(opt, step_size=step_size, gamma=0.1), opt, 5)
+        np.testing.assert_allclose([g[0] for g in got], [0.1, 0.1, 0.01, 0.01, 0.001],
+                                   rtol=1e-12)
+    opt = SGD([p], lr=0.1)
+    got = [g[0] for g in _lrs(CosineAnnealingLR(opt, T_max=2.5), opt, 4)]
+    # the recursive formula by hand, T_max = 2.5
+    expected = [0.1]
+    for t in range(1, 4):
+        if (t - 1 - 2.5) % 5 == 0:
+            expected.append(expected[-1] + 0.1 * (1 - math.cos(math.pi / 2.5)) / 2)
+        else:
+            expected.append((1 + math.cos(math.pi * t / 2.5)) /
+                            (1 + math.cos(math.pi * (t - 1) / 2.5)) * expected[-1])
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(got, [0.1, 0.06545085, 0.00954915, 0.00954915], rtol=1e-6)
+
+
+def test_scheduler_stepped_before_the_optimizer_warns():
+    p = hf.ones(1, requires_grad=True)
+    opt = SGD([p], lr=0.1)
+    sched = StepLR(opt, step_size=1)
+    with pytest.warns(UserWarning, match="before the optimizer"):
+        sched.step()
+    opt = SGD([p], lr=0.1)
+    sched = StepLR(opt, step_size=1)
+    opt.step()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sched.step()
+        sched.step()
 
 
 # ---- PyTorch's implementation keywords ------------------------------------------------------
