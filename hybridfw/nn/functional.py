@@ -407,10 +407,26 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002
                              f"the program runs (input shape {tuple(input.shape)}, an "
                              "InputSpec None dim), is not supported; give that dim a fixed "
                              "size in the InputSpec, or use mode='constant'")
-        limit = n - 1 if mode == "reflect" else n
-        if min(before, after) < 0 or max(before, after) > limit:
-            raise ValueError(f"pad: {mode} padding {(before, after)} of dim {d} must be "
-                             f"between 0 and {limit} for input of shape {tuple(input.shape)}")
+        # as PyTorch: a negative pad crops; reflect mirrors less than the dim's size, circular
+        # wraps at most once, replicate repeats the edge any number of times
+        where = f"of dim {d} for input of shape {tuple(input.shape)}"
+        if mode == "reflect" and max(before, after) >= n:
+            raise ValueError(f"pad: reflect padding {(before, after)} {where} must be less than "
+                             f"the dim's size {n}")
+        if mode == "circular" and max(before, after) > n:
+            raise ValueError(f"pad: circular padding {(before, after)} {where} wraps around "
+                             f"more than once (at most the dim's size {n})")
+        if n + before + after <= 0 and not (mode == "circular" and n + before + after == 0):
+            raise ValueError(f"pad: {mode} padding {(before, after)} {where} leaves "
+                             f"{n + before + after} elements")
+        if mode == "circular" and min(before, after) < 0:  # crops first, then wraps the rest
+            start, stop = max(-before, 0), n - max(-after, 0)
+            spec = (("slice", None, None, None),) * d + (("slice", start, stop, None),)
+            out = apply(I.getitem, out, spec=spec)
+            n, before, after = stop - start, max(before, 0), max(after, 0)
+            if n <= 0 and (before or after):
+                raise ValueError(f"pad: circular padding {pad[2 * k:2 * k + 2]} {where} crops "
+                                 "every element, leaving nothing to wrap")
         if before or after:
             index = _pad_index(n, before, after, mode, input.device)
             spec = (("slice", None, None, None),) * d + (("tensor",),)

@@ -394,6 +394,16 @@ OPS = [
     Row("pad_circular", lambda x: F.pad(x, (1, 2, 2, 1), mode="circular"),
         lambda x: np.pad(x, ((0, 0), (0, 0), (2, 1), (1, 2)), mode="wrap"),
         [Inp((1, 2, 3, 4))], torch_fn=lambda x: _tf().pad(x, (1, 2, 2, 1), mode="circular")),
+    # as PyTorch: replicate wider than the dim, negative pads crop (circular crops first)
+    Row("pad_replicate_wide_crop", lambda x: F.pad(x, (6, -1), mode="replicate"),
+        lambda x: np.pad(x, ((0, 0), (0, 0), (6, 0)), mode="edge")[..., :-1],
+        [Inp((2, 3, 4))]),
+    Row("pad_reflect_crop", lambda x: F.pad(x, (-1, 3, 2, -1), mode="reflect"),
+        lambda x: np.pad(x, ((0, 0), (0, 0), (2, 0), (0, 3)), mode="reflect")[:, :, :-1, 1:],
+        [Inp((1, 2, 4, 5))]),
+    Row("pad_circular_crop", lambda x: F.pad(x, (-1, 2), mode="circular"),
+        lambda x: np.pad(x[..., 1:], ((0, 0), (0, 0), (0, 2)), mode="wrap"),
+        [Inp((2, 3, 4))], torch_fn=lambda x: _tf().pad(x, (-1, 2), mode="circular")),
     Row("one_hot", lambda i: F.one_hot(i, 5), lambda i: np.eye(5, dtype=np.int64)[i],
         [Fixed([[0, 4], [2, 2]], "int64")], grad=False),
     # ------------------------------------------------------------------ losses
@@ -900,3 +910,20 @@ def test_misc_errors():
             "reflect")
     _raises(ValueError, lambda: F.pad(hf.randn(2, 3), (1, 2, 3)), "pad", "even")
     _raises(ValueError, lambda: F.pad(hf.randn(2, 3), (1, 1), mode="wrap"), "pad", "'wrap'")
+
+
+def test_pad_modes_refuse_what_pytorch_refuses():
+    x = hf.ones(2, 3, 4)
+    with pytest.raises(ValueError, match="reflect padding .* less than the dim's size 4"):
+        F.pad(x, (4, 0), mode="reflect")
+    with pytest.raises(ValueError, match="circular padding .* more than once"):
+        F.pad(x, (0, 5), mode="circular")
+    for mode in ("replicate", "reflect"):
+        with pytest.raises(ValueError, match="leaves 0 elements"):
+            F.pad(x, (-3, -1), mode=mode)
+    assert F.pad(x, (-3, -1), mode="circular").shape == (2, 3, 0)
+    # replicate repeats the edge any number of times; a crop past one side keeps the other's
+    y = hf.tensor(np.arange(4.0, dtype=np.float32).reshape(1, 1, 4))
+    assert F.pad(y, (5, 5), mode="replicate").tolist() == [[[0.0] * 6 + [1, 2] + [3.0] * 6]]
+    assert F.pad(y, (-4, 1), mode="replicate").tolist() == [[[3.0]]]
+    assert F.pad(y, (-4, 1), mode="reflect").tolist() == [[[2.0]]]
