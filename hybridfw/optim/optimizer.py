@@ -175,6 +175,10 @@ class Optimizer:
                             "tuple), not a set: its order would change between runs")
         else:
             params = list(params)
+        if params and all(p.__class__ is tuple and len(p) == 2 and isinstance(p[0], str)
+                          for p in params):  # module.named_parameters(), as PyTorch takes it
+            param_group = {**param_group, "param_names": [name for name, _ in params]}
+            params = [p for _, p in params]
         seen = set()
         for i, p in enumerate(params):
             if not isinstance(p, Tensor):

@@ -696,3 +696,23 @@ def test_schedulers_match_torch():
             topt.step()
             sched.step()
             tsched.step()
+
+
+def test_optimizer_takes_named_parameters():
+    # as PyTorch 2.13: (name, tensor) pairs; the names are kept in the group and its state
+    model = hf.nn.Sequential(hf.nn.Linear(2, 3), hf.nn.ReLU(), hf.nn.Linear(3, 1))
+    opt = Adam(model.named_parameters(), lr=0.01)
+    group = opt.param_groups[0]
+    assert group["param_names"] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert [id(p) for p in group["params"]] == [id(p) for p in model.parameters()]
+    model(hf.ones(4, 2)).sum().backward()
+    opt.step()
+    state = opt.state_dict()
+    assert state["param_groups"][0]["param_names"] == group["param_names"]
+    assert state["param_groups"][0]["params"] == [0, 1, 2, 3]
+    again = Adam(model.named_parameters(), lr=0.01)
+    again.load_state_dict(state)
+    assert again.param_groups[0]["param_names"] == group["param_names"]
+    opt2 = SGD([{"params": model[0].named_parameters(), "lr": 0.5}], lr=0.1)
+    assert opt2.param_groups[0]["param_names"] == ["weight", "bias"]
+    assert opt2.param_groups[0]["lr"] == 0.5
