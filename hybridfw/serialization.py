@@ -6,7 +6,8 @@ written and read with ``allow_pickle=False``, the manifest is plain JSON, and lo
 dicts, lists, tuples, tensors and plain values, so a checkpoint from an untrusted source cannot
 execute anything. Pickle files (``torch.save`` output included) are refused, not loaded.
 
-What can be saved: tensors (dtype and ``requires_grad`` are kept; gradients are not), numpy
+What can be saved: tensors (dtype, ``requires_grad`` and being an ``hf.nn.Parameter`` are kept;
+gradients are not), numpy
 arrays (non-object dtypes), ``None``, bools, ints, floats (NaN and infinities included),
 strings, and dicts (str or int keys, ``OrderedDict`` kept as such), lists and tuples of those,
 nested freely. A tensor reached twice (tied weights) is stored once and loads as one tensor.
@@ -108,9 +109,12 @@ class _Encoder:
         return name
 
     def _tensor(self, t: Tensor) -> dict:
-        return {"type": "tensor", "file": self._add(t, "tensors"), "dtype": t.dtype.name,
+        node = {"type": "tensor", "file": self._add(t, "tensors"), "dtype": t.dtype.name,
                 "shape": list(t.shape), "requires_grad": bool(t.requires_grad),
                 "device": str(t.device)}
+        if isinstance(t, _parameter_class()):
+            node["parameter"] = True  # loaded back as an hf.nn.Parameter, as torch.load does
+        return node
 
     def _ndarray(self, arr: np.ndarray, where: str) -> dict:
         if arr.dtype.kind not in _NUMPY_KINDS:
@@ -118,6 +122,11 @@ class _Encoder:
                             "only arrays of bools and numbers can be stored without pickle")
         return {"type": "ndarray", "file": self._add(arr, "arrays"), "dtype": arr.dtype.str,
                 "shape": list(arr.shape)}
+
+
+def _parameter_class():
+    from .nn.parameter import Parameter  # (nn is built on this floor: imported when used)
+    return Parameter
 
 
 def _host_array(obj) -> np.ndarray:
@@ -327,7 +336,9 @@ class _Decoder:
         target = self._target_device(node.get("device"))
         if target is not cpu:
             t = t.to(target)
-        if node.get("requires_grad") is True:
+        if node.get("parameter") is True:
+            t = _parameter_class()(t, requires_grad=node.get("requires_grad") is True)
+        elif node.get("requires_grad") is True:
             t.requires_grad_(True)
         self._loaded[name] = t
         return t

@@ -327,3 +327,18 @@ def test_single_npy_file_is_explained(tmp_path):
     np.save(tmp_path / "a.npy", np.zeros(2))
     with pytest.raises(ValueError, match="single numpy .npy file"):
         hf.load(tmp_path / "a.npy")
+
+
+def test_parameters_load_as_parameters(tmp_path):
+    # as torch.load: a saved Parameter comes back a Parameter (requires_grad as saved); plain
+    # tensors stay plain, and a Parameter reached twice is one object
+    p = hf.nn.Parameter(hf.tensor([1.0, 2.0]))
+    frozen = hf.nn.Parameter(hf.ones(3), requires_grad=False)
+    path = tmp_path / "params.hf"
+    hf.save({"p": p, "again": p, "frozen": frozen, "plain": hf.ones(2)}, path)
+    out = hf.load(path)
+    assert isinstance(out["p"], hf.nn.Parameter) and out["p"].requires_grad
+    assert out["again"] is out["p"]
+    assert isinstance(out["frozen"], hf.nn.Parameter) and not out["frozen"].requires_grad
+    assert type(out["plain"]) is hf.Tensor and not out["plain"].requires_grad
+    assert out["p"].tolist() == [1.0, 2.0] and out["p"].is_leaf
