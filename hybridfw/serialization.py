@@ -124,6 +124,11 @@ class _Encoder:
                 "shape": list(arr.shape)}
 
 
+class MissingDirectoryError(FileNotFoundError, RuntimeError):
+    """``hf.save`` into a directory that does not exist: a FileNotFoundError, and the
+    RuntimeError torch.save raises there."""
+
+
 def _parameter_class():
     from .nn.parameter import Parameter  # (nn is built on this floor: imported when used)
     return Parameter
@@ -184,7 +189,7 @@ def save(obj, f=None, *, path=None) -> None:
         path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"hf.save: can't save to {path!r}: directory {directory!r} "
+        raise MissingDirectoryError(f"hf.save: can't save to {path!r}: directory {directory!r} "
                                 "does not exist")
     mode = _new_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",

@@ -191,6 +191,9 @@ def test_interrupted_save_leaves_no_temp(tmp_path, monkeypatch):
 def test_save_into_missing_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         hf.save({}, tmp_path / "nope" / "ckpt")
+    with pytest.raises(RuntimeError, match="does not exist"):  # what torch.save raises
+        hf.save({}, tmp_path / "nope" / "ckpt")
+    assert not (tmp_path / "nope").exists()
 
 
 # ---- refusing pickle and bad files --------------------------------------------------------------
