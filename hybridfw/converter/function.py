@@ -52,7 +52,10 @@ class _Unparser(astunparse.Unparser):
 
 def unparse(tree) -> str:
     out = io.StringIO()
-    _Unparser(tree, file=out)
+    try:
+        _Unparser(tree, file=out)
+    except AttributeError:  # a node astunparse does not know (match statements): Python's own
+        return ast.unparse(tree)
     return out.getvalue()
 
 
@@ -109,8 +112,10 @@ def convert_function(fn) -> ConvertedFunction:
         return hit
     node, first = _parse(fn)
     ctx = Context(code.co_filename, fn.__qualname__)
+    generators = _hide_generators(node)
     for _, transform, _ in PIPELINE:
         node = transform(node, ctx)
+    _restore_generators(node, generators)
     converted_source = unparse(gast.gast_to_ast(node)).strip() + "\n"
     # a factory binds the free variables (the original's and ``_jst``) as cells
     # (the factory is never run: its code is only a container; declaring the function's name
@@ -136,6 +141,47 @@ def convert_function(fn) -> ConvertedFunction:
     result = ConvertedFunction(converted_source, fn_code, code.co_filename, first)
     _cache[code] = result
     return result
+
+
+def _hide_generators(node) -> dict:
+    """Empty the bodies of the generator functions defined inside ``node`` (their own scope
+    yields), each replaced by a marker: a generator runs as Python while the program is traced,
+    and its loops turned into graph loops could not yield. Returns marker -> body."""
+    hidden: dict = {}
+    inside: set = set()  # ids of nodes in a hidden body (a generator in one stays with it)
+    for sub in list(gast.walk(node)):
+        if sub is node or id(sub) in inside or \
+                not isinstance(sub, (gast.FunctionDef, gast.AsyncFunctionDef)):
+            continue
+        own = [n for n in sub.body]
+        yields = False
+        while own and not yields:
+            item = own.pop()
+            if isinstance(item, (gast.Yield, gast.YieldFrom)):
+                yields = True
+            elif not isinstance(item, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
+                                       gast.ClassDef)):
+                own.extend(gast.iter_child_nodes(item))
+        if yields:
+            marker = f"__hybridfw_generator_body_{len(hidden)}__"
+            hidden[marker] = sub.body
+            inside.update(id(n) for stmt in sub.body for n in gast.walk(stmt))
+            sub.body = [gast.copy_location(gast.Expr(value=gast.Constant(marker, None)),
+                                           sub.body[0])]
+    return hidden
+
+
+def _restore_generators(node, hidden: dict) -> None:
+    """Put back the bodies :func:`_hide_generators` took out (the transformers may have copied
+    the function definitions; the markers find them)."""
+    if not hidden:
+        return
+    for sub in gast.walk(node):
+        if isinstance(sub, (gast.FunctionDef, gast.AsyncFunctionDef)) and len(sub.body) == 1:
+            stmt = sub.body[0]
+            if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) and \
+                    stmt.value.value in hidden:
+                sub.body = hidden[stmt.value.value]
 
 
 def converted_source(fn) -> str:

@@ -1332,6 +1332,57 @@ def fn_helper_in_loop(x, n):
 
 
 # --------------------------------------------------------------------------------------------
+# match statements on Python values (tensor control flow and returns/breaks inside cases), and
+# generators defined inside the converted function (they stay Python)
+# --------------------------------------------------------------------------------------------
+def match_return_in_case(x, mode):
+    match mode:
+        case "a":
+            return x + 1
+        case "loop":
+            for i in range(5):
+                match i:
+                    case 3:
+                        break
+                    case _:
+                        if x.sum() > 100:
+                            continue
+                x = x * 2
+            return x
+        case _:
+            if x.sum() > 0:
+                return x - 1
+            return x * 2
+
+
+def match_patterns_then_while(x, k):
+    match k:
+        case 1 | 2:
+            y = x + k
+        case 7:
+            y = x * 3
+        case _:
+            y = x
+    while y.sum() < 20:
+        y = y + 1
+    return y
+
+
+def nested_generators(x):
+    def outer():
+        def inner():
+            for i in range(2):
+                yield i
+        for j in inner():
+            yield j * 10
+    s = x * 0
+    for v in outer():
+        if x.sum() > 0:
+            s = s + v
+    return s
+
+
+# --------------------------------------------------------------------------------------------
 # the table
 # --------------------------------------------------------------------------------------------
 class Case(NamedTuple):
@@ -1348,6 +1399,11 @@ def C(fn, *inputs, dyn=False, loose=False, no_warn=False, check_cache=True):
 
 
 CASES = [
+    # match statements, nested generators
+    C(match_return_in_case, (P, "a"), (P, "b"), (N, "b"), (P, "loop"), (L * 20, "loop"),
+      dyn=True),
+    C(match_patterns_then_while, (P, 1), (NN, 1), (P, 2), (S, 7), (N, "z"), dyn=True),
+    C(nested_generators, (P,), (N,), dyn=True),
     # if / elif / else
     C(if_basic, (P,), (N,), dyn=True),
     C(if_no_else, (P,), (N,), dyn=True),

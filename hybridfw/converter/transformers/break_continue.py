@@ -54,6 +54,8 @@ def _rewrite(stmts: list, kind, flag: str) -> list:
                 setattr(stmt, field, _rewrite(block, kind, flag) or [gast.Pass()])
         for handler in getattr(stmt, "handlers", ()):
             handler.body = _rewrite(handler.body, kind, flag) or [gast.Pass()]
+        for case in getattr(stmt, "cases", ()):  # a match statement's cases
+            case.body = _rewrite(case.body, kind, flag) or [gast.Pass()]
         out.append(stmt)
         rest = stmts[i + 1:]
         if rest:

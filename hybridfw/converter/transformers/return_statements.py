@@ -78,6 +78,8 @@ class _Rewriter:
                 setattr(stmt, field, self.block(block, in_loop) or [gast.Pass()])
         for handler in getattr(stmt, "handlers", ()):
             handler.body = self.block(handler.body, in_loop) or [gast.Pass()]
+        for case in getattr(stmt, "cases", ()):  # a match statement's cases
+            case.body = self.block(case.body, in_loop) or [gast.Pass()]
 
 
 def _single_exit(body: list) -> bool:
