@@ -207,6 +207,10 @@ def test_truth_value_of_multi_element_tensor():
         hf.jit.to_static(ambiguous_truth)(hf.ones(3))
     assert "ambiguous" in str(info.value)
     assert f"line {_line_of(ambiguous_truth, 'if x > 0')}" in str(info.value)
+    with pytest.raises(RuntimeError, match="ambiguous"):  # what eager code raises
+        hf.jit.to_static(ambiguous_truth)(hf.ones(3))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        ambiguous_truth(hf.ones(3))
 
 
 def test_source_not_available_falls_back_with_full_graph_false():

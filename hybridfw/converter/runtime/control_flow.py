@@ -66,7 +66,12 @@ def require_one_element(value, message: str) -> None:
     for s in value.shape:
         numel *= max(s, 1)
     if numel != 1:
-        raise located(message, ValueError)
+        raise located(message, AmbiguousTruthError)
+
+
+class AmbiguousTruthError(ValueError, RuntimeError):
+    """The truth value of a tensor of several elements, asked by converted control flow: a
+    ValueError, and the RuntimeError eager code (and PyTorch) raises for it."""
 
 
 class try_block:
