@@ -1549,3 +1549,55 @@ def test_str_and_repr_of_program_values_print_each_runs_value(capsys):
         hf.jit.to_static(_returned_string)(hf.ones(2))
     with pytest.warns(UserWarning, match="falling back"):
         assert hf.jit.to_static(_returned_string, full_graph=False)(hf.ones(2)) == "tensor(2.)"
+
+
+class _RunningMean(hf.nn.Module):
+    """Rebinds a buffer in forward (the running-average pattern), once in a tensor branch."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("ema", hf.zeros([]))
+        self.lin = hf.nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.ema = 0.9 * self.ema + 0.1 * x.mean()
+        y = self.lin(x) - self.ema
+        if y.sum() > 0:
+            self.ema = self.ema * 2
+        return y
+
+
+def test_forward_rebinding_a_buffer_updates_it_on_every_call():
+    hf.manual_seed(0)
+    eager = _RunningMean()
+    converted = _RunningMean()
+    converted.load_state_dict(eager.state_dict())
+    static = hf.jit.to_static(converted)
+    buffer = converted.ema
+    ema = 0.0
+    for x in (hf.ones(2, 3), -3 * hf.ones(2, 3), 5 * hf.ones(2, 3), hf.ones(2, 3)):
+        want = eager(x)
+        got = static(x)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        # by hand: the running mean, doubled when the output's sum is positive
+        ema = 0.9 * ema + 0.1 * float(x.mean())
+        if float((eager.lin(x) - ema).sum()) > 0:
+            ema *= 2
+        np.testing.assert_allclose(float(converted.ema), ema, rtol=1e-6)
+        np.testing.assert_allclose(float(eager.ema), ema, rtol=1e-6)
+    assert converted.ema is buffer  # updated in place: the program writes into the buffer
+    assert static.forward.cache_info().misses == 1
+
+
+def test_forward_rebinding_a_buffer_needs_its_shape():
+    class Grow(hf.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("seen", hf.zeros(2))
+
+        def forward(self, x):
+            self.seen = hf.cat([self.seen, x])
+            return x
+
+    with pytest.raises(ValueError, match=r"buffer 'seen'.*shape \(5,\).*needs its shape \(2,\)"):
+        hf.jit.to_static(Grow())(hf.ones(3))

@@ -60,6 +60,28 @@ _CONVERTED_ATTRIBUTES = frozenset({"concrete_program", "get_program", "get_concr
                                    "finish_tiering"})
 
 
+def _rebinds_in_program(name: str, buffer, value) -> bool:
+    """``self.<buffer> = value`` where ``value`` is a static value (a converted ``forward``
+    rebinding a buffer, as ``self.ema = 0.9 * self.ema + ...``): the program writes ``value``
+    into the buffer, in place, on every run, and later reads of the buffer see it (what the
+    eager rebinding amounts to, but for the object's identity). Needs the buffer's shape; a
+    value of a higher dtype category is refused, as an in-place update. False when ``value``
+    is no static value."""
+    from ...static.ir import Variable  # (nn is built below static: imported when used)
+    if not isinstance(value, Variable) or not isinstance(buffer, Tensor):
+        return False
+    if len(value.shape) != buffer.ndim or any(v != b and v != -1 for v, b in
+                                              zip(value.shape, buffer.shape)):
+        raise ValueError(f"buffer '{name}': a converted function assigns it a value of shape "
+                         f"{tuple(value.shape)}; the program updates the buffer in place, which "
+                         f"needs its shape {tuple(buffer.shape)}")
+    if value.dtype.category > buffer.dtype.category:
+        raise TypeError(f"buffer '{name}': a converted function assigns it a value of dtype "
+                        f"{value.dtype}, which can't be cast to its dtype {buffer.dtype}")
+    buffer.copy_(value)
+    return True
+
+
 class Module:
     """Base class for layers and models: subclass it, build layers in ``__init__``, compute in
     ``forward``; call the module (not ``forward``) to run it.
@@ -218,6 +240,8 @@ class Module:
         buffers = d.get("_buffers")
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
+                if _rebinds_in_program(name, buffers[name], value):
+                    return
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 "(hf.Tensor or None expected)")
             buffers[name] = value
