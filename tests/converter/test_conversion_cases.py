@@ -1829,7 +1829,16 @@ def pr_in_helper(x):
     return show(x * 2)
 
 
+def pr_str_concat_percent_format(x):
+    # str(x) + text, "%s" % x, "{}".format(x): each run's values, as f-strings
+    print("sum=" + str(x.sum()), str(x.max()) + " max")
+    print("b=%s" % x.sum(), "c=%s/%d" % (x.min(), 3), "lit %d%%" % 5)
+    print("d={}".format(x.mean()) + "!", "{0} and {0}".format(x[0]))
+    return x * 2
+
+
 PRINT_CASES = [
+    C(pr_str_concat_percent_format, (P,), (N,)),
     C(pr_tensor, (P,), (N,)),
     C(pr_multi, (P,), (N,)),
     C(pr_in_branch, (P,), (N,), dyn=True),
@@ -1887,6 +1896,12 @@ def as_int_tensor(n):
     return n + 1
 
 
+def as_msg_of_values(x):
+    assert (x > 0).all(), f"bad values {x}"
+    assert x.sum() < 100, "sum " + str(x.sum()) + " too large"
+    return x * 2
+
+
 def as_python(x, k):
     assert k > 0
     return x * k
@@ -1900,6 +1915,8 @@ ASSERT_CASES = [
     (as_in_branch, [(P,), (N,), (NN,)], [(np.array([20.0, 1.0, 1.0]),)]),
     (as_int_tensor, [(i64(3),), (i64(-1),)], [(i64(0),)]),
     (as_python, [(P, 2)], [(P, -1)]),
+    # the message formats each failing run's values (as eager's)
+    (as_msg_of_values, [(P,), (S,)], [(M,), (L * 10,)]),
 ]
 
 

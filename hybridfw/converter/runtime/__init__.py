@@ -14,6 +14,7 @@ from .calls import (
     convert_print,
     convert_shape,
     convert_with,
+    format_percent,
     format_string,
     not_to_static,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "convert_while",
     "convert_with",
     "convert_zip",
+    "format_percent",
     "format_string",
     "jst_module",
     "not_to_static",

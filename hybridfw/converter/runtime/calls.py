@@ -43,6 +43,7 @@ __all__ = [
     "convert_print",
     "convert_with",
     "format_string",
+    "format_percent",
     "not_to_static",
 ]
 
@@ -202,27 +203,80 @@ def numpy_callback(fn, args, kwargs):
 
 # ---- builtins -------------------------------------------------------------------------------
 class DeferredString(str):
-    """An f-string formatting a static value: as a ``str``, what it says while the program is
-    built (the value's description); :func:`convert_print` formats it again on every run,
-    with that run's values (``template`` in ``str.format`` syntax, ``values`` its fields)."""
+    """A string formatting a static value (an f-string, ``str(x)``, ``"%s" % x``,
+    ``"{}".format(x)``, and concatenations of those with strings): as a ``str``, what it says
+    while the program is built (the value's description); :func:`convert_print` (and a
+    converted ``assert``'s message) formats it again on every run, with that run's values:
+    ``render(values)`` (``values``: its fields, static or not)."""
 
-    __slots__ = ("template", "values")
+    __slots__ = ("render", "values")
+
+    def __add__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return _joined(self, other, str.__add__(self, other))
+
+    def __radd__(self, other):  # (str + DeferredString: the subclass's reflected method first)
+        if not isinstance(other, str):
+            return NotImplemented
+        return _joined(other, self, str.__add__(other, self))
+
+
+def _deferred_string(text: str, render, values) -> DeferredString:
+    deferred = DeferredString(text)
+    deferred.render, deferred.values = render, tuple(values)
+    return deferred
+
+
+def _joined(left: str, right: str, text: str) -> DeferredString:
+    parts = [(p.render, len(p.values)) if isinstance(p, DeferredString) else (None, p)
+             for p in (left, right)]
+    values = [v for p in (left, right) if isinstance(p, DeferredString) for v in p.values]
+
+    def render(fields):
+        out, k = [], 0
+        for fn, n in parts:
+            if fn is None:
+                out.append(n)
+            else:
+                out.append(fn(fields[k:k + n]))
+                k += n
+        return "".join(out)
+    return _deferred_string(text, render, values)
+
+
+def _now(values) -> list:
+    """The values as they print while the program is built (a static value's description)."""
+    return [repr(v) if is_static(v) else v for v in values]
 
 
 def format_string(template: str, *values):
-    """An f-string, as converted code writes it (``f"{x:.2f}"`` ->
+    """An f-string or ``str.format`` call, as converted code writes it (``f"{x:.2f}"`` ->
     ``format_string("{0:.2f}", x)``): the formatted text, or for a static value a
     :class:`DeferredString` that a converted ``print`` formats on every run."""
     if not any(is_static(v) for v in values):
         return template.format(*values)
-    now = [repr(v) if is_static(v) else v for v in values]
     try:  # the description while building (a format spec does not apply to it)
-        text = template.format(*now)
+        text = template.format(*_now(values))
+    except (TypeError, ValueError, IndexError, KeyError):
+        text = " ".join(str(v) for v in _now(values))
+    return _deferred_string(text, lambda fields: template.format(*fields), values)
+
+
+def format_percent(template: str, args):
+    """``template % args`` in converted code: the text, or for a static value among ``args`` a
+    :class:`DeferredString` formatted on every run (as :func:`format_string`)."""
+    single = not isinstance(args, tuple)
+    values = (args,) if single else args
+    if isinstance(args, dict) or not any(is_static(v) for v in values):
+        return template % args
+    now = _now(values)
+    try:
+        text = template % (now[0] if single else tuple(now))
     except (TypeError, ValueError):
         text = " ".join(str(v) for v in now)
-    deferred = DeferredString(text)
-    deferred.template, deferred.values = template, values
-    return deferred
+    return _deferred_string(text, lambda fields: template % (fields[0] if single else
+                                                              tuple(fields)), values)
 
 
 def convert_print(*args, **kwargs):
@@ -261,7 +315,7 @@ def convert_print(*args, **kwargs):
             else:
                 fields[i][k] = value
         for i, values in fields.items():
-            full[i] = args[i].template.format(*values)
+            full[i] = args[i].render(values)
         print(*full, **kwargs)
         return ()
     run.__qualname__ = "print"
@@ -276,17 +330,32 @@ def convert_assert(test, message=None):
             msg = message() if message is not None else None
             raise AssertionError(msg) if msg is not None else AssertionError()
         return
+    from ...dygraph.tensor import wrap_array
     from ...static import py_func
     frame = user_frame(1)
     where = f" ({frame.f_code.co_filename}, line {frame.f_lineno})" if frame else ""
+    fields, slots = [], []  # a message formatting static values: formatted with the run's
+    if message is not None:
+        try:
+            built = message()
+        except Exception:  # noqa: BLE001 - as in eager code, the message counts when it fails
+            built = None
+        if isinstance(built, DeferredString):
+            fields = list(built.values)
+            slots = [k for k, v in enumerate(fields) if is_static(v)]
 
-    def run(value):
+    def run(value, *arrays):
         if not bool(np.all(np.asarray(value))):
-            msg = message() if message is not None else None
+            if slots:
+                for k, arr in zip(slots, arrays):
+                    fields[k] = wrap_array(arr)
+                msg = built.render(fields)
+            else:
+                msg = message() if message is not None else None
             raise AssertionError((str(msg) if msg is not None else "assertion failed") + where)
         return ()
     run.__qualname__ = "assert"
-    py_func(run, [test], [], has_side_effects=True)
+    py_func(run, [test, *[fields[k] for k in slots]], [], has_side_effects=True)
     return
 
 

@@ -16,6 +16,14 @@ from ..templates import load, replace_expr
 from .base import Context, copy_location, runtime_call
 
 
+def _is_str(node) -> bool:
+    return isinstance(node, gast.Constant) and isinstance(node.value, str)
+
+
+def _jst_attribute(name: str):
+    return gast.Attribute(value=load("_jst"), attr=name, ctx=gast.Load())
+
+
 class _Calls(gast.NodeTransformer):
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -39,6 +47,14 @@ class _Calls(gast.NodeTransformer):
         if runtime_call(node):
             return node
         func = node.func
+        if isinstance(func, gast.Attribute) and func.attr == "format" and \
+                _is_str(func.value) and not node.keywords and \
+                not any(isinstance(a, gast.Starred) for a in node.args):
+            # "{} {}".format(x, y): formatted on every run where a value is static (as an
+            # f-string, see visit_JoinedStr)
+            call = gast.Call(func=_jst_attribute("format_string"), args=[func.value, *node.args],
+                             keywords=[])
+            return copy_location(call, node)
         if isinstance(func, gast.Name) and func.id == "super" and not node.args and \
                 not node.keywords:
             first = self.first_params[-1] if self.first_params else None
@@ -55,6 +71,16 @@ class _Calls(gast.NodeTransformer):
         self.generic_visit(node)
         if node.attr == "shape" and isinstance(node.ctx, gast.Load):
             return copy_location(replace_expr("_jst.convert_shape(x)", x=node.value), node)
+        return node
+
+    def visit_BinOp(self, node):
+        """``"a=%s" % x`` -> ``_jst.format_percent("a=%s", x)``: formatted on every run where a
+        value is static (as an f-string)."""
+        self.generic_visit(node)
+        if isinstance(node.op, gast.Mod) and _is_str(node.left):
+            call = gast.Call(func=_jst_attribute("format_percent"), args=[node.left, node.right],
+                             keywords=[])
+            return copy_location(call, node)
         return node
 
     def visit_JoinedStr(self, node):
@@ -83,8 +109,7 @@ class _Calls(gast.NodeTransformer):
                     "{", "{{").replace("}", "}}")
             template.append(field + "}")
             values.append(part.value)
-        call = gast.Call(func=gast.Attribute(value=load("_jst"), attr="format_string",
-                                             ctx=gast.Load()),
+        call = gast.Call(func=_jst_attribute("format_string"),
                          args=[gast.Constant(value="".join(template), kind=None), *values],
                          keywords=[])
         return copy_location(call, node)
