@@ -27,7 +27,7 @@ class RunState:
     the inputs and outputs shared with the caller, checked before the backward runs.
     """
 
-    __slots__ = ("entry", "grad_key", "grads", "guards", "saved", "storages")
+    __slots__ = ("entry", "grad_key", "grads", "guards", "saved", "storages", "unused")
 
     def __init__(self, entry, saved, storages=None):
         self.entry = entry
@@ -36,6 +36,7 @@ class RunState:
         self.guards = []
         self.grads = None
         self.grad_key = None
+        self.unused = None  # per differentiable input: True where this run did not use it
 
     def check_versions(self) -> None:
         for storage, version, kind, index in self.guards:
@@ -58,7 +59,9 @@ def _rule(g, out, state, *metas, input_index):
         state.grads = entry.run_backward(arrays)
         state.grad_key = g
     grad = state.grads[input_index - 1]
-    return None if grad is None else wrap_array(grad)
+    if grad is None or (state.unused is not None and state.unused[input_index - 1]):
+        return None  # (an input only an untaken branch read: no gradient, as eager)
+    return wrap_array(grad)
 
 
 class _RunProgramOp:

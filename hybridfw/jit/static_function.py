@@ -267,6 +267,13 @@ class ConcreteProgram:
         self.fast_callers: dict = {}  # fast key -> (function, the _hot_plan it calls)
         self.write_back: list = []  # (argument index, value name): see set_write_back
         self._written: list = []
+        # per differentiable input: the name of a bool value saying whether this run used it
+        # (it is read only inside branches of top-level conds), or None (always used)
+        self.use_flags: list = []
+
+    @property
+    def _flag_fetch(self) -> list:
+        return [f for f in self.use_flags if f is not None]
 
     def set_write_back(self, updates) -> None:
         """Each call writes the value named for an argument back into that argument's tensor
@@ -367,8 +374,12 @@ class ConcreteProgram:
         plan = self._saved_plan
         if plan is None:
             plan = self._plan_saved(len(arrays))
+        flags = self._flag_fetch
         results = self._run(self.program, arrays, self.fetch + self._saved_fetch +
-                            self._written, same_signature)
+                            self._written + flags, same_signature)
+        if flags:  # which differentiable inputs this run's branches left out: no gradient
+            unused = iter([not bool(r) for r in results[len(results) - len(flags):]])
+            results = results[:len(results) - len(flags)]
         n = len(self.fetch)
         outs, extra = results[:n], results[n:]
         inputs = [tensors[i] if kind == "input" else i for kind, i in self.diff_inputs]
@@ -382,6 +393,8 @@ class ConcreteProgram:
             storages.append(Storage(sum([pool[j].nbytes for j in self._saved_own]),
                                     array_device(pool[self._saved_own[0]])))
         state = RunState(self, saved, storages)
+        if flags:
+            state.unused = [f is not None and next(unused) for f in self.use_flags]
         self._shapes = {k: outs[k].shape for k in self.float_outputs}
         if len(self.float_outputs) == 1:
             k = self.float_outputs[0]
@@ -754,6 +767,9 @@ class StaticFunction:
         seeds = [data(f"grad_{fetch_vars[k].name}", fetch_vars[k].shape, fetch_vars[k].dtype)
                  for k in float_outputs]
         targets = [block.var(names[i]) if kind == "input" else i for kind, i in diff]
+        flags = _use_flags(program, [names[i] if kind == "input" else
+                                     program._captured.get(id(i)) for kind, i in diff])
+        flag_names = [f for f in flags if f is not None]
         grads = gradients([fetch_vars[k] for k in float_outputs], targets, seeds)
         dtypes = {fetch_vars[k].dtype for k in float_outputs}
         if len(dtypes) > 1:
@@ -762,7 +778,7 @@ class StaticFunction:
                                   "them to one dtype")
         grad_names = [g.name if g is not None else None for g in grads]
         present = [g for g in grad_names if g is not None]
-        fetch = outputs.fetch + present + written
+        fetch = outputs.fetch + present + written + flag_names
         seed_names = [s.name for s in seeds]
         report = None
         if self.memory_budget is None:
@@ -773,12 +789,13 @@ class StaticFunction:
             whole = optimize(program, fetch=fetch, disable=("inplace",), verify=False,
                              copy=False)
             shapes = {n: tuple(t.shape) for n, t in zip(names, leaves)}
-            whole, report = recompute(whole, outputs.fetch + written, present, seed_names,
-                                      self.memory_budget, feed_shapes=shapes)
+            whole, report = recompute(whole, outputs.fetch + written + flag_names, present,
+                                      seed_names, self.memory_budget, feed_shapes=shapes)
             whole = inplace_pass.run(whole, fetch)
         forward, backward, saved = split_forward_backward(
-            whole, outputs.fetch + written, present, seed_names)
+            whole, outputs.fetch + written + flag_names, present, seed_names)
         entry = ConcreteProgram(forward, outputs, names, executor, backward)
+        entry.use_flags = flags
         entry.set_write_back(updates)
         entry.recompute_report = report
         entry.saved_names = list(saved)
@@ -788,6 +805,61 @@ class StaticFunction:
         entry.diff_inputs = diff
         entry.float_outputs = float_outputs
         return entry
+
+
+def _use_flags(program, names) -> list:
+    """Per name (a differentiable input or parameter; None: not captured), the name of a new
+    bool value of the program that says whether a run uses it, or None when every run does.
+
+    Eager autograd gives an input the branch it sits in did not run no gradient at all (None),
+    and an optimizer then leaves that parameter alone (no weight decay, no momentum step); the
+    static backward computes zeros for it. The flag lets the backward report None instead, as
+    eager does, for a value read only by operators inside branches of conds of the global
+    block (the flag: the OR of those branches' conditions). A value read anywhere else (the
+    global block, a loop body, a nested branch) counts as always used."""
+    from ..ops import elementwise as E
+    from ..ops.registry import apply
+    from ..static.verifier import is_registry_op
+    block = program.global_block()
+    owner = {}  # id(sub-block) -> (cond operator, index of the branch)
+    for op in block.ops:
+        if op.type == "cond":
+            for k, sub in enumerate(op.blocks):
+                owner[id(sub)] = (op, k)
+    wanted = {n for n in names if n is not None}
+    if not owner or not wanted:
+        return [None] * len(names)
+    position = {id(op): i for i, op in enumerate(block.ops)}
+    branches: dict = {n: set() for n in wanted}  # name -> {(op position, branch)}; None: always
+    for sub, op in walk_ops(block):
+        if not is_registry_op(op.type):
+            continue
+        for name in op.input_names():
+            if name not in wanted or branches[name] is None:
+                continue
+            where = owner.get(id(sub))
+            branches[name] = None if where is None else \
+                branches[name] | {(position[id(where[0])], where[1])}
+    flags = []
+    made: dict = {}  # the same branches: the same flag
+    for name in names:
+        used = branches.get(name) if name is not None else None
+        if not used:  # (an empty set: read by no registry operator; left as it is)
+            flags.append(None)
+            continue
+        key = tuple(sorted(used))
+        flag = made.get(key)
+        if flag is None:
+            terms = []
+            for i, k in key:
+                pred = block.var(block.ops[i].inputs[0])
+                terms.append(pred if k == 0 else apply(E.bitwise_not, pred))
+            value = terms[0]
+            for term in terms[1:]:
+                value = apply(E.bitwise_or, value, term)
+            flag = made[key] = value.name
+        flags.append(flag)
+    return flags
 
 
 def _example(value):

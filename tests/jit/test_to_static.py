@@ -1601,3 +1601,57 @@ def test_forward_rebinding_a_buffer_needs_its_shape():
 
     with pytest.raises(ValueError, match=r"buffer 'seen'.*shape \(5,\).*needs its shape \(2,\)"):
         hf.jit.to_static(Grow())(hf.ones(3))
+
+
+class _TwoHeads(hf.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = hf.nn.Linear(2, 2)
+        self.b = hf.nn.Linear(2, 2)
+        self.c = hf.nn.Linear(2, 2)
+
+    def forward(self, x):
+        x = self.c(x)
+        if x.sum() > 0:
+            return self.a(x)
+        return self.b(x)
+
+
+def test_parameters_of_the_untaken_branch_get_no_gradient():
+    # as eager autograd: a parameter only the untaken branch reads gets None (not zeros), so
+    # weight decay and momentum leave it alone: training matches eager step for step
+    hf.manual_seed(0)
+    eager, converted = _TwoHeads(), _TwoHeads()
+    converted.load_state_dict(eager.state_dict())
+    static = hf.jit.to_static(converted)
+    opts = [hf.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=0.5)
+            for m in (eager, converted)]
+    untaken = []
+    for x in ([[1.0, 2.0]], [[-5.0, -5.0]], [[1.0, 2.0]], [[-3.0, 1.0]]):
+        x = hf.tensor(x)
+        for fn, opt in zip((eager, static), opts):
+            opt.zero_grad()
+            fn(x).sum().backward()
+        want = [n for n, p in eager.named_parameters() if p.grad is None]
+        got = [n for n, p in converted.named_parameters() if p.grad is None]
+        assert got == want and len(want) == 2
+        untaken.append(want[0][0])
+        for opt in opts:
+            opt.step()
+    assert set(untaken) == {"a", "b"}  # both branches were taken, and skipped
+    for p, q in zip(eager.parameters(), converted.parameters()):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert static.forward.cache_info().misses == 1
+
+    def add_if_positive(x, y):
+        if x.sum() > 0:
+            x = x + y
+        return x * 2
+
+    f = hf.jit.to_static(add_if_positive)
+    for sign, y_grad in ((-1.0, None), (1.0, [2.0, 2.0])):
+        x = hf.tensor([sign, sign], requires_grad=True)
+        y = hf.ones(2, requires_grad=True)
+        f(x, y).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        assert (y.grad if y.grad is None else y.grad.tolist()) == y_grad
