@@ -91,6 +91,24 @@ class TensorMethods(TensorLike):
     def __itruediv__(self, other):
         return apply_inplace(_div, self, self, other)
 
+    def __ifloordiv__(self, other):
+        return apply_inplace(E.floor_divide, self, self, other)
+
+    def __imod__(self, other):
+        return apply_inplace(E.remainder, self, self, other)
+
+    def __ipow__(self, other):
+        return apply_inplace(E.pow_, self, self, other)
+
+    def __iand__(self, other):
+        return apply_inplace(E.bitwise_and, self, self, other)
+
+    def __ior__(self, other):
+        return apply_inplace(E.bitwise_or, self, self, other)
+
+    def __ixor__(self, other):
+        return apply_inplace(E.bitwise_xor, self, self, other)
+
     def __neg__(self):
         return apply(E.neg, self)
 
