@@ -43,17 +43,25 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A0
 
 
 def _dims_attr(dim):
+    """A reduction's ``dim`` as its primitive takes it: None (all dims), an int or a tuple. An
+    empty tuple or list means all dims, as in PyTorch (``x.sum(dim=())`` is ``x.sum()``); the
+    primitives themselves read ``()`` as "no dim" (what ``sum_to`` asks of them)."""
     if dim is None or isinstance(dim, int):
         return dim
-    return tuple(dim)
+    return tuple(dim) or None
+
+
+def _empty_dims(dim) -> bool:
+    return isinstance(dim, (tuple, list)) and not dim
 
 
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     x = input if dtype is None else apply(E.cast, input, dtype=as_dtype(dtype))
+    dim = _dims_attr(dim)
     if not x.dtype.is_floating_point:
         raise TypeError(f"mean: input dtype must be floating point, got {x.dtype}; cast it "
                         "first (x.float())")
-    return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim) / _dim_count(x, dim)
+    return apply(R.sum_, x, dim=dim, keepdim=keepdim) / _dim_count(x, dim)
 
 
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
@@ -88,8 +96,13 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
 
 
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
-    """``log(sum(exp(input), dim))``, computed stably; -inf over an empty dim."""
-    x, dim = input, _dims_attr(dim)
+    """``log(sum(exp(input), dim))``, computed stably; -inf over an empty dim. ``dim=()``
+    reduces over all dims with ``keepdim=True`` and is refused without it, as in PyTorch."""
+    x = input
+    if _empty_dims(dim) and not keepdim and x.ndim:
+        raise RuntimeError(f"logsumexp: dim={dim!r} without keepdim=True is refused (as "
+                           "PyTorch refuses it); pass keepdim=True, or every dim as a tuple")
+    dim = _dims_attr(dim)
     if any(x.shape[d] == 0 for d in normalize_dims("logsumexp", dim, x.ndim)):
         # an empty dim has no max to shift by (nor needs one): log(0) = -inf
         out = apply(E.log, apply(R.sum_, apply(E.exp, x), dim=dim, keepdim=True))
@@ -431,6 +444,9 @@ def einsum(equation: str, *operands):
 
 
 def prod(input, dim=None, keepdim: bool = False):  # noqa: A002
+    if _empty_dims(dim):
+        raise TypeError(f"prod: dim must be an int or None, got {dim!r} (PyTorch's prod "
+                        "takes no empty dim list); pass dim=None to multiply every element")
     return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
 
 
