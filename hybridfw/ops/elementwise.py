@@ -96,13 +96,45 @@ div = register("div", infer=_float_binary_infer("div"), kernel=_ufunc_kernel("tr
                vjp=(lambda g, out, a, b: g / b, lambda g, out, a, b: -g * a / (b * b)))
 
 
+def _is_integral(x) -> bool:
+    """An integer or bool array, or a Python int/bool."""
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    return kind in ("i", "u", "b") if kind is not None else isinstance(x, int)
+
+
+class IntegerDivisionByZeroError(ZeroDivisionError, RuntimeError):
+    """Integer ``//`` or ``%`` by zero (PyTorch raises ``RuntimeError('ZeroDivisionError')``;
+    this error is both, so code catching either works). Floats give inf/nan instead."""
+
+
+def _integral_division_kernel(fname, op_name):
+    """The ufunc ``xp.<fname>`` refusing, for integer (and bool) operands, a zero divisor:
+    numpy would give 0. One pass over the divisor, for integer dtypes only."""
+    def kernel(xp, a, b, out=None):
+        if _is_integral(b) and _is_integral(a) and not (b.all() if hasattr(b, "all") else b):
+            raise IntegerDivisionByZeroError(f"{op_name}: integer division by zero (a divisor "
+                                             "is 0)")
+        if out is None:
+            return getattr(xp, fname)(a, b)
+        return getattr(xp, fname)(a, b, out=out)
+
+    def lower(ctx, a, b):
+        if ctx.dtype.startswith(("np.int", "np.uint", "np.bool")):
+            return ctx.integer_division(fname, a, b)
+        return ctx.ufunc(fname, a, b)
+
+    kernel.__name__ = f"{fname}_kernel"
+    kernel.lower = elementwise_rule(lower)
+    return kernel
+
+
 floor_divide = register("floor_divide", infer=_arith_infer("floor_divide"),
-                        kernel=_ufunc_kernel("floor_divide"),
+                        kernel=_integral_division_kernel("floor_divide", "floor_divide"),
                         supports_out=True,
                         # piecewise constant: the derivative is zero wherever it exists
                         vjp=(lambda g, out, a, b: g * 0, lambda g, out, a, b: g * 0))
 remainder = register("remainder", infer=_arith_infer("remainder"),
-                     kernel=_ufunc_kernel("remainder"),
+                     kernel=_integral_division_kernel("remainder", "remainder"),
                      supports_out=True, save=(0, 1),
                      vjp=(lambda g, out, a, b: g,
                           lambda g, out, a, b: -g * apply(floor_divide, a, b)))
@@ -121,12 +153,6 @@ def _pow_grad_exponent(g, out, a, b):
         return apply(where, b >= 0, 0.0, grad) if a == 0 else grad
     grad = g * out * apply(log, a)
     return apply(where, (a == 0) & (b >= 0), 0.0, grad)
-
-
-def _is_integral(x) -> bool:
-    """An integer or bool array, or a Python int/bool."""
-    kind = getattr(getattr(x, "dtype", None), "kind", None)
-    return kind in ("i", "u", "b") if kind is not None else isinstance(x, int)
 
 
 def _pow_kernel(xp, a, b, out=None):

@@ -18,7 +18,7 @@ __all__ = ["abs", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp", "
            "relu", "neg", "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "add",
            "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
            "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
-           "numel", "allclose", "equal"]
+           "numel", "allclose", "equal", "floor_divide", "remainder"]
 
 clip = clamp
 concat = concatenate = cat
@@ -73,6 +73,8 @@ def sub(input, other, *, alpha=1):  # noqa: A002
 
 mul = _binary(E.mul, "mul")
 div = _binary(E.div, "div")
+floor_divide = _binary(E.floor_divide, "floor_divide")
+remainder = _binary(E.remainder, "remainder")
 eq = _binary(E.eq, "eq")
 ne = _binary(E.ne, "ne")
 lt = _binary(E.lt, "lt")

@@ -182,6 +182,12 @@ class TensorMethods(TensorLike):
     def div(self, other):
         return apply(_div, self, other)
 
+    def floor_divide(self, other):
+        return apply(E.floor_divide, self, other)
+
+    def remainder(self, other):
+        return apply(E.remainder, self, other)
+
     def pow(self, exponent):
         return apply(E.pow_, self, exponent)
 
