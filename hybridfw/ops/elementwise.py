@@ -253,7 +253,9 @@ sqrt = register("sqrt", infer=_float_unary_infer, kernel=_ufunc_kernel("sqrt"), 
 
 
 def _rsqrt_kernel(xp, a, out=None):
-    out = xp.sqrt(a, out=out)
+    # one buffer, written twice (a ufunc of a 0-d array without out= returns a numpy scalar,
+    # which cannot take the second write)
+    out = xp.sqrt(a, out=xp.empty_like(a) if out is None else out)
     return xp.reciprocal(out, out=out)
 
 
@@ -270,7 +272,7 @@ tanh = register("tanh", infer=_float_unary_infer, kernel=_ufunc_kernel("tanh"), 
 
 def _sigmoid_kernel(xp, a, out=None):
     # 1/(1+exp(-a)) overflows exp for a << 0; 0.5*tanh(a/2)+0.5 is exact and finite everywhere.
-    out = xp.multiply(a, 0.5, out=out)
+    out = xp.multiply(a, 0.5, out=xp.empty_like(a) if out is None else out)  # (see rsqrt)
     xp.tanh(out, out=out)
     xp.multiply(out, 0.5, out=out)
     return xp.add(out, 0.5, out=out)
