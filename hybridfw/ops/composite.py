@@ -20,7 +20,7 @@ __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatte
            "unsqueeze", "expand", "stack", "split", "chunk", "index_select", "masked_fill",
            "clamp", "where", "matmul", "einsum", "cat", "reshape", "permute", "broadcast_to",
            "sum", "prod", "cumsum", "argmax", "argmin", "gather", "maximum", "minimum", "getitem",
-           "reduce_grad", "pow", "abs", "narrow", "unflatten"]
+           "reduce_grad", "pow", "abs", "narrow", "unflatten", "all", "any"]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -103,7 +103,7 @@ def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
         raise RuntimeError(f"logsumexp: dim={dim!r} without keepdim=True is refused (as "
                            "PyTorch refuses it); pass keepdim=True, or every dim as a tuple")
     dim = _dims_attr(dim)
-    if any(x.shape[d] == 0 for d in normalize_dims("logsumexp", dim, x.ndim)):
+    if builtins.any(x.shape[d] == 0 for d in normalize_dims("logsumexp", dim, x.ndim)):
         # an empty dim has no max to shift by (nor needs one): log(0) = -inf
         out = apply(E.log, apply(R.sum_, apply(E.exp, x), dim=dim, keepdim=True))
     else:
@@ -224,7 +224,7 @@ def _reshape_keeping(x, entries):
     """Reshape to ``entries`` (ints, one maybe -1, and x's own dims kept): a plain reshape
     where its one -1 says it all, else one reading x's dims when the program runs (several
     unknown dims kept: a transformer over a batch and a length both unknown)."""
-    if all(isinstance(e, int) for e in entries):
+    if builtins.all(isinstance(e, int) for e in entries):
         return apply(S.reshape, x, shape=tuple(entries))
     entries = tuple(entries)
     plain = S.static_reshape_shape(x, entries, [])
@@ -450,8 +450,25 @@ def prod(input, dim=None, keepdim: bool = False):  # noqa: A002
     return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
 
 
-def cumsum(input, dim: int):  # noqa: A002
-    return apply(R.cumsum, input, dim=normalize_dim("cumsum", dim, input.ndim))
+def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
+    """Cumulative sum along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
+    if dtype is None:
+        return apply(R.cumsum, input, dim=normalize_dim("cumsum", dim, input.ndim))
+    dt = as_dtype(dtype)
+    x = input if input.dtype is dt else apply(E.cast, input, dtype=dt)
+    out = apply(R.cumsum, x, dim=normalize_dim("cumsum", dim, x.ndim))
+    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)  # (integers sum in int64)
+
+
+def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    """Whether every element (along ``dim``) is nonzero (True): a bool tensor; True over no
+    elements."""
+    return sum(apply(E.eq, input, 0), dim, keepdim) == 0
+
+
+def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    """Whether some element (along ``dim``) is nonzero (True): a bool tensor."""
+    return sum(apply(E.ne, input, 0), dim, keepdim) > 0
 
 
 def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from . import composite as C
 from . import elementwise as E
-from .composite import (abs, argmax, argmin, broadcast_to, cat, chunk, clamp, cumsum, einsum,
+from .composite import (abs, all, any, argmax, argmin, broadcast_to, cat, chunk, clamp, cumsum, einsum,
                         flatten, gather, index_select, logsumexp, masked_fill, matmul, max,
                         maximum, mean, min, minimum, narrow, permute, pow, prod, reshape, split,
                         squeeze, stack, std, sum, transpose, unsqueeze, var, where)
 from .registry import apply
 
-__all__ = ["abs", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp", "clip", "cumsum",
+__all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp", "clip", "cumsum",
            "einsum", "flatten", "gather", "index_select", "logsumexp", "masked_fill", "matmul",
            "max", "maximum", "mean", "min", "minimum", "narrow", "permute", "pow", "prod",
            "reshape", "split", "squeeze", "stack", "std", "sum", "transpose", "unsqueeze", "var",

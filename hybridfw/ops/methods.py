@@ -318,14 +318,14 @@ class TensorMethods(TensorLike):
     def logsumexp(self, dim, keepdim=False):
         return C.logsumexp(self, dim, keepdim)
 
-    def cumsum(self, dim):
-        return C.cumsum(self, dim)
+    def cumsum(self, dim, *, dtype=None):
+        return C.cumsum(self, dim, dtype=dtype)
 
-    def all(self):
-        return (self != 0).sum() == self.numel()
+    def all(self, dim=None, keepdim=False):
+        return C.all(self, dim, keepdim)
 
-    def any(self):
-        return (self != 0).sum() > 0
+    def any(self, dim=None, keepdim=False):
+        return C.any(self, dim, keepdim)
 
     # ---- shape ------------------------------------------------------------------------------
     def reshape(self, *sizes, shape=None):
