@@ -10,7 +10,7 @@ import builtins
 import math
 from collections import namedtuple
 
-from ..dtypes import as_dtype, bool_
+from ..dtypes import as_dtype, bool_, promote_types
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
 from .infer import normalize_dim, normalize_dims, numel
@@ -289,9 +289,19 @@ def _check_not_0d(op: str, x) -> None:
 
 
 def cat(tensors, dim: int = 0):
+    """``tensors`` joined along ``dim``. A tensor of shape (0,) beside tensors of other shapes
+    is skipped (PyTorch's legacy empty tensor, ``hf.tensor([])``), its dtype still promoting
+    the result's."""
     tensors = tuple(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
+    kept = tuple(t for t in tensors if tuple(t.shape) != (0,))
+    if kept and len(kept) < len(tensors):
+        dt = kept[0].dtype
+        for t in tensors:
+            dt = promote_types(dt, t.dtype)
+        out = cat(kept, dim)
+        return out if out.dtype is dt else apply(E.cast, out, dtype=dt)
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise ValueError(f"cat: the 0-d tensor at position {i} cannot be concatenated; "
