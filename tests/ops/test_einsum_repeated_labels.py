@@ -80,7 +80,8 @@ def test_double_backward():
     w = np.random.default_rng(2).standard_normal((3, 3))
     x = hf.tensor(a, requires_grad=True)
     (g,) = hf.autograd.grad(hf.einsum("ii,ij->j", x, x).sum(), [x], create_graph=True)
-    np.testing.assert_allclose(g.detach().numpy(), np.diag(a.sum(1)) + np.diag(a)[:, None], rtol=1e-12)
+    np.testing.assert_allclose(g.detach().numpy(), np.diag(a.sum(1)) + np.diag(a)[:, None],
+                               rtol=1e-12)
     (h,) = hf.autograd.grad((g * hf.tensor(w)).sum(), [x])
     want = np.diag(w)[:, None] + np.diag(w.sum(1))
     np.testing.assert_allclose(h.numpy(), want, rtol=1e-12)
