@@ -20,7 +20,8 @@ __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatte
            "unsqueeze", "expand", "stack", "split", "chunk", "index_select", "masked_fill",
            "clamp", "where", "matmul", "einsum", "cat", "reshape", "permute", "broadcast_to",
            "sum", "prod", "cumsum", "argmax", "argmin", "gather", "maximum", "minimum", "getitem",
-           "reduce_grad", "pow", "abs", "narrow", "unflatten", "all", "any"]
+           "reduce_grad", "pow", "abs", "narrow", "unflatten", "all", "any", "nonzero",
+           "round"]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -422,8 +423,51 @@ def clamp(input, min=None, max=None):  # noqa: A002
     return apply(E.clamp, x, min=min, max=max)
 
 
-def where(condition, input, other):  # noqa: A002
+_NO_VALUE = object()
+
+
+def where(condition, input=_NO_VALUE, other=_NO_VALUE):  # noqa: A002
+    """``input`` where ``condition`` holds, else ``other``; with ``condition`` alone,
+    ``nonzero(condition, as_tuple=True)`` (as PyTorch)."""
+    if input is _NO_VALUE and other is _NO_VALUE:
+        return nonzero(condition, as_tuple=True)
+    if input is _NO_VALUE or other is _NO_VALUE:
+        raise TypeError("where: pass condition alone, or condition, input and other")
     return apply(E.where, condition, input, other)
+
+
+def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
+    """The int64 indices of the nonzero (True) elements, in row-major order: an (n, ndim)
+    tensor, or with ``as_tuple`` one 1-d tensor per dim."""
+    from .creation import arange
+    x = input
+    if x.ndim == 0:  # as PyTorch: indices into the 1-element view, with no dims
+        found = nonzero(apply(S.reshape, x, shape=(1,)), as_tuple=as_tuple)
+        return found if as_tuple else I.narrow(found, 1, 0, 0)
+    if -1 in x.shape:
+        raise ValueError(f"nonzero: the shape {tuple(x.shape)} is only known when the program "
+                         "runs; nonzero needs it when the program is built")
+    mask = x if x.dtype is bool_ else apply(E.ne, x, 0)
+    coords = []
+    for d, n in enumerate(x.shape):
+        positions = apply(arange, start=0, stop=n, step=1, dtype=as_dtype("int64"),
+                          device=str(x.device))
+        positions = apply(S.reshape, positions, shape=tuple(n if k == d else 1
+                                                            for k in range(x.ndim)))
+        positions = apply(S.broadcast_to, positions, shape=tuple(x.shape))
+        coords.append(apply(I.getitem, positions, mask, spec=(("tensor",),)))
+    return tuple(coords) if as_tuple else stack(coords, dim=1)
+
+
+def round(input, *, decimals: int = 0):  # noqa: A001,A002
+    """Round half to even; ``decimals`` places (negative: tens, hundreds...), computed as
+    PyTorch does (``round(x * 10**d) / 10**d``)."""
+    if not decimals:
+        return apply(E.round_, input)
+    scale = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        return apply(E.round_, input * scale) / scale
+    return apply(E.round_, input / scale) * scale
 
 
 def maximum(input, other):  # noqa: A002

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from . import composite as C
 from . import elementwise as E
-from .composite import (abs, all, any, argmax, argmin, broadcast_to, cat, chunk, clamp, cumsum, einsum,
-                        flatten, gather, index_select, logsumexp, masked_fill, matmul, max,
-                        maximum, mean, min, minimum, narrow, permute, pow, prod, reshape, split,
-                        squeeze, stack, std, sum, transpose, unsqueeze, var, where)
+from .composite import (abs, all, any, argmax, argmin, broadcast_to, cat, chunk, clamp, cumsum,
+                        einsum, flatten, gather, index_select, logsumexp, masked_fill, matmul,
+                        max, maximum, mean, min, minimum, narrow, nonzero, permute, pow, prod,
+                        reshape, round, split, squeeze, stack, std, sum, transpose, unsqueeze,
+                        var, where)
 from .registry import apply
 
-__all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp", "clip", "cumsum",
-           "einsum", "flatten", "gather", "index_select", "logsumexp", "masked_fill", "matmul",
+__all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
+           "clip", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
+           "masked_fill", "matmul",
            "max", "maximum", "mean", "min", "minimum", "narrow", "permute", "pow", "prod",
            "reshape", "split", "squeeze", "stack", "std", "sum", "transpose", "unsqueeze", "var",
            "where", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
            "relu", "neg", "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "add",
            "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
            "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
-           "numel", "allclose", "equal", "floor_divide", "remainder"]
+           "numel", "allclose", "equal", "floor_divide", "remainder", "nonzero"]
 
 clip = clamp
 concat = concatenate = cat
@@ -47,7 +49,6 @@ neg = _unary(E.neg, "neg")
 sign = _unary(E.sign, "sign")
 floor = _unary(E.floor, "floor")
 ceil = _unary(E.ceil, "ceil")
-round = _unary(E.round_, "round")  # noqa: A001
 isnan = _unary(E.isnan, "isnan")
 isinf = _unary(E.isinf, "isinf")
 isfinite = _unary(E.isfinite, "isfinite")

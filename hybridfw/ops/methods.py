@@ -141,10 +141,18 @@ class TensorMethods(TensorLike):
 
     # ---- comparisons ------------------------------------------------------------------------
     def __eq__(self, other):
+        if other is None:  # PyTorch: a tensor never equals None (a Python bool, not a tensor)
+            return False
         return apply(E.eq, self, other)
 
     def __ne__(self, other):
+        if other is None:
+            return True
         return apply(E.ne, self, other)
+
+    def __contains__(self, element):
+        """``element in x``: whether some element of ``x`` equals it, as PyTorch."""
+        return bool(C.any(apply(E.eq, self, element)))
 
     def __lt__(self, other):
         return apply(E.lt, self, other)
@@ -236,8 +244,8 @@ class TensorMethods(TensorLike):
     def ceil(self):
         return apply(E.ceil, self)
 
-    def round(self):
-        return apply(E.round_, self)
+    def round(self, *, decimals: int = 0):
+        return C.round(self, decimals=decimals)
 
     def square(self):
         return apply(_mul, self, self)
@@ -267,6 +275,9 @@ class TensorMethods(TensorLike):
 
     def minimum(self, other):
         return apply(E.minimum, self, other)
+
+    def nonzero(self, *, as_tuple: bool = False):
+        return C.nonzero(self, as_tuple=as_tuple)
 
     def where(self, condition, other):
         return apply(E.where, condition, self, other)
