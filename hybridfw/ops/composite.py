@@ -21,7 +21,7 @@ __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatte
            "clamp", "where", "matmul", "einsum", "cat", "reshape", "permute", "broadcast_to",
            "sum", "prod", "cumsum", "argmax", "argmin", "gather", "maximum", "minimum", "getitem",
            "reduce_grad", "pow", "abs", "narrow", "unflatten", "all", "any", "nonzero",
-           "round"]
+           "round", "mm", "bmm", "mv", "dot", "outer"]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -488,6 +488,55 @@ def abs(input):  # noqa: A001,A002
 
 def matmul(input, other):  # noqa: A002
     return apply(L.matmul, input, other)
+
+
+def _check_product(op: str, a, b, ndims: tuple, inner: tuple) -> None:
+    """PyTorch's checks of mm/bmm/mv/dot: operand dims ``ndims``, one dtype, and the
+    contracted sizes (dims ``inner`` of a and b) equal (batch sizes too, for bmm)."""
+    if (a.ndim, b.ndim) != ndims:
+        raise ValueError(f"{op}: expects tensors of {ndims[0]} and {ndims[1]} dims, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    if a.dtype is not b.dtype:
+        raise TypeError(f"{op}: expects both tensors of one dtype, got {a.dtype} and {b.dtype}")
+    sizes = [(a.shape[inner[0]], b.shape[inner[1]])]
+    if op == "bmm":
+        sizes.append((a.shape[0], b.shape[0]))
+    if builtins.any(x != y and x != -1 and y != -1 for x, y in sizes):
+        raise ValueError(f"{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
+                         "multiplied")
+
+
+def mm(input, mat2):  # noqa: A002
+    """The matrix product of two 2-d tensors of one dtype."""
+    _check_product("mm", input, mat2, (2, 2), (1, 0))
+    return apply(L.matmul, input, mat2)
+
+
+def bmm(input, mat2):  # noqa: A002
+    """Batched matrix products of two 3-d tensors with one batch size."""
+    _check_product("bmm", input, mat2, (3, 3), (2, 1))
+    return apply(L.matmul, input, mat2)
+
+
+def mv(input, vec):  # noqa: A002
+    """The product of a 2-d matrix and a 1-d vector."""
+    _check_product("mv", input, vec, (2, 1), (1, 0))
+    return apply(L.matmul, input, vec)
+
+
+def dot(input, tensor):  # noqa: A002
+    """The inner product of two 1-d tensors of one size and dtype (a 0-d tensor)."""
+    _check_product("dot", input, tensor, (1, 1), (0, 0))
+    return apply(L.matmul, input, tensor)
+
+
+def outer(input, vec2):  # noqa: A002
+    """The outer product of two 1-d tensors: ``out[i, j] = input[i] * vec2[j]``."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise ValueError(f"outer: expects two 1-d tensors, got shapes {tuple(input.shape)} and "
+                         f"{tuple(vec2.shape)}")
+    return apply(S.reshape, input, shape=(input.shape[0], 1)) * \
+        apply(S.reshape, vec2, shape=(1, vec2.shape[0]))
 
 
 def einsum(equation: str, *operands):

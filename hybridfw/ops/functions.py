@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from . import composite as C
 from . import elementwise as E
-from .composite import (abs, all, any, argmax, argmin, broadcast_to, cat, chunk, clamp, cumsum,
-                        einsum, flatten, gather, index_select, logsumexp, masked_fill, matmul,
-                        max, maximum, mean, min, minimum, narrow, nonzero, permute, pow, prod,
-                        reshape, round, split, squeeze, stack, std, sum, transpose, unsqueeze,
-                        var, where)
+from .composite import (abs, all, any, argmax, argmin, bmm, broadcast_to, cat, chunk, clamp,
+                        cumsum, dot, einsum, flatten, gather, index_select, logsumexp,
+                        masked_fill, matmul, max, maximum, mean, min, minimum, mm, mv, narrow,
+                        nonzero, outer, permute, pow, prod, reshape, round, split, squeeze, stack,
+                        std, sum, transpose, unsqueeze, var, where)
 from .registry import apply
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
@@ -20,7 +20,8 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "relu", "neg", "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "add",
            "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
            "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
-           "numel", "allclose", "equal", "floor_divide", "remainder", "nonzero"]
+           "numel", "allclose", "equal", "floor_divide", "remainder", "nonzero",
+           "mm", "bmm", "mv", "dot", "outer", "reciprocal"]
 
 clip = clamp
 concat = concatenate = cat
@@ -82,6 +83,10 @@ lt = _binary(E.lt, "lt")
 le = _binary(E.le, "le")
 gt = _binary(E.gt, "gt")
 ge = _binary(E.ge, "ge")
+
+
+def reciprocal(input):  # noqa: A002
+    return apply(E.div, 1.0, input)
 
 
 def square(input):  # noqa: A002

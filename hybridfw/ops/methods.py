@@ -285,6 +285,21 @@ class TensorMethods(TensorLike):
     def matmul(self, other):
         return apply(L.matmul, self, other)
 
+    def mm(self, mat2):
+        return C.mm(self, mat2)
+
+    def bmm(self, mat2):
+        return C.bmm(self, mat2)
+
+    def mv(self, vec):
+        return C.mv(self, vec)
+
+    def dot(self, tensor):
+        return C.dot(self, tensor)
+
+    def outer(self, vec2):
+        return C.outer(self, vec2)
+
     def masked_fill(self, mask, value):
         return C.masked_fill(self, mask, value)
 
