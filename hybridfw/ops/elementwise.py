@@ -270,6 +270,38 @@ tanh = register("tanh", infer=_float_unary_infer, kernel=_ufunc_kernel("tanh"), 
                 save_output=True, vjp=(lambda g, out, a: g * (1 - out * out),))
 
 
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+def _typed_ufunc_rule(fname):
+    """A ufunc's lowering computed in float64 and cast to the compute dtype: numba's
+    np.log2/np.exp2 of a float32 give a float64, or do not compile."""
+    return elementwise_rule(lambda ctx, a: f"{ctx.dtype}(np.{fname}(np.float64({a})))")
+
+
+log2 = register("log2", infer=_float_unary_infer, kernel=_ufunc_kernel("log2"), supports_out=True,
+                lower=_typed_ufunc_rule("log2"), save=(0,),
+                vjp=(lambda g, out, a: g / (a * _LN2),))
+log10 = register("log10", infer=_float_unary_infer, kernel=_ufunc_kernel("log10"),
+                 supports_out=True, save=(0,), vjp=(lambda g, out, a: g / (a * _LN10),))
+exp2 = register("exp2", infer=_float_unary_infer, kernel=_ufunc_kernel("exp2"), supports_out=True,
+                lower=_typed_ufunc_rule("exp2"), save_output=True, vjp=(lambda g, out, a: g * out * _LN2,))
+expm1 = register("expm1", infer=_float_unary_infer, kernel=_ufunc_kernel("expm1"),
+                 supports_out=True, save_output=True, vjp=(lambda g, out, a: g * (out + 1),))
+tan = register("tan", infer=_float_unary_infer, kernel=_ufunc_kernel("tan"), supports_out=True,
+               save_output=True, vjp=(lambda g, out, a: g * (1 + out * out),))
+atan = register("atan", infer=_float_unary_infer, kernel=_ufunc_kernel("arctan"),
+                supports_out=True, save=(0,), vjp=(lambda g, out, a: g / (1 + a * a),))
+asin = register("asin", infer=_float_unary_infer, kernel=_ufunc_kernel("arcsin"),
+                supports_out=True, save=(0,),
+                vjp=(lambda g, out, a: g / apply(sqrt, 1 - a * a),))
+acos = register("acos", infer=_float_unary_infer, kernel=_ufunc_kernel("arccos"),
+                supports_out=True, save=(0,),
+                vjp=(lambda g, out, a: -g / apply(sqrt, 1 - a * a),))
+sinh = register("sinh", infer=_float_unary_infer, kernel=_ufunc_kernel("sinh"), supports_out=True,
+                save=(0,), vjp=(lambda g, out, a: g * apply(cosh, a),))
+cosh = register("cosh", infer=_float_unary_infer, kernel=_ufunc_kernel("cosh"), supports_out=True,
+                save=(0,), vjp=(lambda g, out, a: g * apply(sinh, a),))
+
+
 def _sigmoid_kernel(xp, a, out=None):
     # 1/(1+exp(-a)) overflows exp for a << 0; 0.5*tanh(a/2)+0.5 is exact and finite everywhere.
     out = xp.multiply(a, 0.5, out=xp.empty_like(a) if out is None else out)  # (see rsqrt)
@@ -309,6 +341,21 @@ ceil = register("ceil", infer=_same_infer, kernel=_round_kernel("ceil"), support
                 vjp=(lambda g, out, a: g * 0,))
 round_ = register("round", infer=_same_infer, kernel=_round_kernel("rint"), supports_out=True,
                   vjp=(lambda g, out, a: g * 0,))
+
+
+def _trunc_kernel(xp, a, out=None):
+    if a.dtype.kind != "f":  # integers and bools are whole already (numpy's trunc makes floats)
+        if out is None:
+            return a.copy()
+        out[...] = a
+        return out
+    return xp.trunc(a, out=out)
+
+
+trunc = register("trunc", infer=_same_infer, kernel=_trunc_kernel, supports_out=True,
+                 lower=elementwise_rule(lambda ctx, a: ctx.ufunc("trunc", a)
+                                        if ctx.dtype.startswith("np.float") else a),
+                 vjp=(lambda g, out, a: g * 0,))
 
 
 def _isnan_infer(a):
@@ -444,6 +491,31 @@ def _onnx_isfinite(ctx, a):
     return ctx.node("Not", [ctx.node("Or", [ctx.node("IsNaN", [x]), ctx.node("IsInf", [x])])])
 
 
+def _onnx_log_base(base):
+    def rule(ctx, a):
+        dt = ctx.out.dtype
+        return ctx.node("Div", [ctx.node("Log", [ctx.operand(0, dt)]),
+                                ctx.const(math.log(base), dt)])
+    return rule
+
+
+def _onnx_exp2(ctx, a):
+    dt = ctx.out.dtype
+    return ctx.node("Pow", [ctx.const(2.0, dt), ctx.operand(0, dt)])
+
+
+def _onnx_expm1(ctx, a):
+    dt = ctx.out.dtype
+    return ctx.node("Sub", [ctx.node("Exp", [ctx.operand(0, dt)]), ctx.const(1, dt)])
+
+
+def _onnx_trunc(ctx, a):
+    x = ctx.operand(0)
+    if not ctx.metas[0].dtype.is_floating_point:
+        return ctx.node("Identity", [x])
+    return ctx.node("Mul", [ctx.node("Sign", [x]), ctx.node("Floor", [ctx.node("Abs", [x])])])
+
+
 def _onnx_clamp(ctx, a, *, min=None, max=None):  # noqa: A002
     dt = ctx.out.dtype
     bounds = ["" if v is None else ctx.const(v, dt) for v in (min, max)]
@@ -479,4 +551,8 @@ onnx_rules(
     bitwise_not=_onnx_bitwise("Not", "BitwiseNot"),
     log1p=_onnx_log1p, rsqrt=_onnx_rsqrt, isfinite=_onnx_isfinite, clamp=_onnx_clamp,
     where=_onnx_where, cast=_onnx_cast, copy="Identity",
+    log2=_onnx_log_base(2.0), log10=_onnx_log_base(10.0), exp2=_onnx_exp2, expm1=_onnx_expm1,
+    tan=_onnx_unary_float("Tan"), atan=_onnx_unary_float("Atan"),
+    asin=_onnx_unary_float("Asin"), acos=_onnx_unary_float("Acos"),
+    sinh=_onnx_unary_float("Sinh"), cosh=_onnx_unary_float("Cosh"), trunc=_onnx_trunc,
 )

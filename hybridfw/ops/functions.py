@@ -21,7 +21,8 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
            "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
            "numel", "allclose", "equal", "floor_divide", "remainder", "nonzero",
-           "mm", "bmm", "mv", "dot", "outer", "reciprocal"]
+           "mm", "bmm", "mv", "dot", "outer", "reciprocal", "log2", "log10", "exp2", "expm1",
+           "tan", "atan", "asin", "acos", "sinh", "cosh", "trunc", "frac", "erf"]
 
 clip = clamp
 concat = concatenate = cat
@@ -53,6 +54,25 @@ ceil = _unary(E.ceil, "ceil")
 isnan = _unary(E.isnan, "isnan")
 isinf = _unary(E.isinf, "isinf")
 isfinite = _unary(E.isfinite, "isfinite")
+log2 = _unary(E.log2, "log2")
+log10 = _unary(E.log10, "log10")
+exp2 = _unary(E.exp2, "exp2")
+expm1 = _unary(E.expm1, "expm1")
+tan = _unary(E.tan, "tan")
+atan = _unary(E.atan, "atan")
+asin = _unary(E.asin, "asin")
+acos = _unary(E.acos, "acos")
+sinh = _unary(E.sinh, "sinh")
+cosh = _unary(E.cosh, "cosh")
+trunc = _unary(E.trunc, "trunc")
+
+
+def frac(input):  # noqa: A002
+    return input.frac()
+
+
+def erf(input):  # noqa: A002
+    return input.erf()
 
 
 def _binary(op, name):

@@ -232,6 +232,47 @@ class TensorMethods(TensorLike):
     def sigmoid(self):
         return apply(E.sigmoid, self)
 
+    def log2(self):
+        return apply(E.log2, self)
+
+    def log10(self):
+        return apply(E.log10, self)
+
+    def exp2(self):
+        return apply(E.exp2, self)
+
+    def expm1(self):
+        return apply(E.expm1, self)
+
+    def tan(self):
+        return apply(E.tan, self)
+
+    def atan(self):
+        return apply(E.atan, self)
+
+    def asin(self):
+        return apply(E.asin, self)
+
+    def acos(self):
+        return apply(E.acos, self)
+
+    def sinh(self):
+        return apply(E.sinh, self)
+
+    def cosh(self):
+        return apply(E.cosh, self)
+
+    def trunc(self):
+        return apply(E.trunc, self)
+
+    def frac(self):
+        """``self - trunc(self)``: the fractional part, with the sign of ``self``."""
+        return self - apply(E.trunc, self)
+
+    def erf(self):
+        from . import nn_ops  # noqa: PLC0415 - nn_ops imports this module's siblings
+        return apply(nn_ops.erf, self)
+
     def relu(self):
         return apply(E.relu, self)
 
