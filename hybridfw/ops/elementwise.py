@@ -283,7 +283,8 @@ log2 = register("log2", infer=_float_unary_infer, kernel=_ufunc_kernel("log2"), 
 log10 = register("log10", infer=_float_unary_infer, kernel=_ufunc_kernel("log10"),
                  supports_out=True, save=(0,), vjp=(lambda g, out, a: g / (a * _LN10),))
 exp2 = register("exp2", infer=_float_unary_infer, kernel=_ufunc_kernel("exp2"), supports_out=True,
-                lower=_typed_ufunc_rule("exp2"), save_output=True, vjp=(lambda g, out, a: g * out * _LN2,))
+                lower=_typed_ufunc_rule("exp2"), save_output=True,
+                vjp=(lambda g, out, a: g * out * _LN2,))
 expm1 = register("expm1", infer=_float_unary_infer, kernel=_ufunc_kernel("expm1"),
                  supports_out=True, save_output=True, vjp=(lambda g, out, a: g * (out + 1),))
 tan = register("tan", infer=_float_unary_infer, kernel=_ufunc_kernel("tan"), supports_out=True,
