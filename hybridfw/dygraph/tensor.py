@@ -20,7 +20,7 @@ from ..ops.methods import TensorMethods
 from ..ops.registry import apply
 from . import autograd
 
-__all__ = ["Tensor", "tensor", "from_numpy", "backward", "grad"]
+__all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "backward", "grad"]
 
 _ndarray = np.ndarray
 
@@ -400,6 +400,17 @@ def _element_dtypes(seq, found: set) -> None:
             found.add(as_dtype(d.dtype))
         else:
             found.add(type(d))
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy where it already is one of that dtype and device
+    (PyTorch's ``as_tensor``; else as :func:`tensor`)."""
+    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype) and \
+            (device is None or as_device(device) is data._storage.device):
+        return data
+    if isinstance(data, Tensor):
+        return data.to(*(a for a in (dtype, device) if a is not None))
+    return tensor(data, dtype=dtype, device=device)
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

@@ -9,6 +9,9 @@ from .composite import (abs, all, any, argmax, argmin, bmm, broadcast_to, cat, c
                         masked_fill, matmul, max, maximum, mean, min, minimum, mm, mv, narrow,
                         nonzero, outer, permute, pow, prod, reshape, round, split, squeeze, stack,
                         std, sum, transpose, unsqueeze, var, where)
+from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
+                              masked_select, movedim, nansum, roll, swapaxes, tile, tril, triu,
+                              unbind)
 from .registry import apply
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
@@ -22,7 +25,9 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
            "numel", "allclose", "equal", "floor_divide", "remainder", "nonzero",
            "mm", "bmm", "mv", "dot", "outer", "reciprocal", "log2", "log10", "exp2", "expm1",
-           "tan", "atan", "asin", "acos", "sinh", "cosh", "trunc", "frac", "erf"]
+           "tan", "atan", "asin", "acos", "sinh", "cosh", "trunc", "frac", "erf",
+           "broadcast_shapes", "broadcast_tensors", "flip", "fmax", "fmin", "masked_select",
+           "movedim", "nansum", "roll", "swapaxes", "tile", "tril", "triu", "unbind"]
 
 clip = clamp
 concat = concatenate = cat

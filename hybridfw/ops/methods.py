@@ -9,6 +9,7 @@ import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
 from . import composite as C
+from . import composite_extra as X
 from . import elementwise as E
 from . import indexing as I
 from . import linalg as L
@@ -448,6 +449,45 @@ class TensorMethods(TensorLike):
 
     def index_select(self, dim, index):
         return C.index_select(self, dim, index)
+
+    def swapaxes(self, axis0, axis1):
+        return C.transpose(self, axis0, axis1)
+
+    def movedim(self, source, destination):
+        return X.movedim(self, source, destination)
+
+    def unbind(self, dim=0):
+        return X.unbind(self, dim)
+
+    def flip(self, dims):
+        return X.flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        return X.roll(self, shifts, dims)
+
+    def repeat(self, *sizes):
+        return X.repeat(self, *sizes)
+
+    def tile(self, dims):
+        return X.tile(self, dims)
+
+    def tril(self, diagonal=0):
+        return X.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return X.triu(self, diagonal)
+
+    def masked_select(self, mask):
+        return X.masked_select(self, mask)
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None):
+        return X.nansum(self, dim, keepdim, dtype=dtype)
+
+    def fmax(self, other):
+        return X.fmax(self, other)
+
+    def fmin(self, other):
+        return X.fmin(self, other)
 
     def t(self):
         """The transpose of a matrix; a tensor of 0 or 1 dims as it is (PyTorch's ``t()``)."""
