@@ -19,7 +19,7 @@ from .backend import Device, set_default_device
 from .backend import device as device
 from .dtypes import (DType, as_dtype, bool_, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, uint8)
-from .dygraph import (Tensor, enable_grad, from_numpy, is_grad_enabled, no_grad,
+from .dygraph import (Tensor, as_tensor, enable_grad, from_numpy, is_grad_enabled, no_grad,
                       set_grad_enabled, tensor)
 from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                             ones_like, rand, rand_like, randint, randn, randn_like, zeros,
@@ -54,9 +54,9 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
     raise AttributeError(f"module 'hybridfw' has no attribute {name!r}")
 
-__all__ = ["Tensor", "tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-           "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "rand", "randn",
-           "randint", "rand_like", "randn_like", "manual_seed", "float16", "float32", "float64",
+__all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
+           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
+           "rand", "randn", "randint", "rand_like", "randn_like", "manual_seed", "float16", "float32", "float64",
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
            "long", "device", "Device", "set_default_device", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "autograd", "cuda", "memory", "as_dtype",

@@ -61,8 +61,8 @@ def _kernel_error(op, exc, args):
     msg = str(exc)
     if not msg.startswith(op.name + ":"):
         msg = f"{op.name}: {msg} (inputs: {shapes})"
-    return type(exc)(msg) if isinstance(exc, (ValueError, TypeError, IndexError)) \
-        else RuntimeError(msg)
+    return type(exc)(msg) if isinstance(exc, (ValueError, TypeError, IndexError,
+                                              RuntimeError)) else RuntimeError(msg)
 
 
 class EagerInterpreter:

@@ -12,14 +12,15 @@ import numpy as np
 
 from ..backend import Storage, array_device, cpu, default_device, storage_for
 from ..backend import device as as_device
-from ..dtypes import DType, as_dtype, bool_, dtype_of_array, float32, get_default_dtype, int64
+from ..dtypes import (DType, as_dtype, bool_, dtype_of_array, float32, get_default_dtype, int64,
+                      promote_types)
 from ..ops import elementwise as E
 from ..ops import shape_ops as S
 from ..ops.methods import TensorMethods
 from ..ops.registry import apply
 from . import autograd
 
-__all__ = ["Tensor", "tensor", "from_numpy", "backward", "grad"]
+__all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "backward", "grad"]
 
 _ndarray = np.ndarray
 
@@ -346,19 +347,70 @@ def wrap_array(arr, dev=None) -> Tensor:
     return t
 
 
-def _infer_data_dtype(data):
-    """The dtype PyTorch gives ``tensor(data)`` for Python data (floats -> float32)."""
-    arr = np.asarray(data)
-    if arr.dtype == np.float64:
-        return arr, get_default_dtype()
-    if arr.dtype.kind in "iu":
-        return arr, int64
-    if arr.dtype.kind == "b":
-        return arr, bool_
-    if arr.dtype.kind == "f":
-        return arr, dtype_of_array(arr)
+def _array_of_data(data, dtype):
+    """The numpy array and dtype of ``tensor(data)`` for Python data (a number or nested
+    lists). Without ``dtype``, PyTorch's: its elements' dtypes promoted, a Python float reading
+    as the default dtype (float32), an int as int64, a bool as bool, and numpy scalars, arrays
+    and tensors inside as their own dtypes (``[np.float64(1.5)]`` is float64, ``[1,
+    tensor(2.5)]`` float32)."""
+    found: set = set()
+    if isinstance(data, (list, tuple)):
+        _element_dtypes(data, found)
+    else:
+        found.add(type(data))
+    if Tensor in found:  # tensors inside lists: their values, stacked
+        found.discard(Tensor)
+        data = _nested_to_numpy(data)
+    if dtype is not None:
+        dt = as_dtype(dtype)
+    else:
+        dt = None
+        for kind in found:
+            if kind.__class__ is not DType:
+                kind = _PY_DTYPES.get(kind) or (get_default_dtype() if kind is float else
+                                                _numpy_scalar_dtype(kind, data))
+            dt = kind if dt is None else promote_types(dt, kind)
+        dt = dt or get_default_dtype()  # tensor([]) is float32
+    return np.asarray(data, dtype=dt.np), dt
+
+
+_PY_DTYPES = {bool: bool_, int: int64}
+
+
+def _numpy_scalar_dtype(kind, data) -> DType:
+    if issubclass(kind, np.generic):
+        return as_dtype(kind)
     raise TypeError(f"tensor: could not make a tensor from data of type {type(data).__name__} "
-                    f"(numpy dtype {arr.dtype})")
+                    f"(it holds a {kind.__name__})")
+
+
+def _element_dtypes(seq, found: set) -> None:
+    """Add to ``found`` the types of ``seq``'s elements (numpy scalar types, Python number
+    types) or, for arrays and tensors among them, their DTypes; nested lists are walked."""
+    kinds = set(map(type, seq))
+    if not any(k is list or k is tuple or issubclass(k, (np.ndarray, Tensor)) for k in kinds):
+        found.update(kinds)  # the common case: one flat list of numbers, typed at C speed
+        return
+    for d in seq:
+        if isinstance(d, (list, tuple)):
+            _element_dtypes(d, found)
+        elif isinstance(d, Tensor):
+            found.update((d.dtype, Tensor))  # (Tensor: a mark that the list holds tensors)
+        elif isinstance(d, np.ndarray):
+            found.add(as_dtype(d.dtype))
+        else:
+            found.add(type(d))
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy where it already is one of that dtype and device
+    (PyTorch's ``as_tensor``; else as :func:`tensor`)."""
+    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype) and \
+            (device is None or as_device(device) is data._storage.device):
+        return data
+    if isinstance(data, Tensor):
+        return data.to(*(a for a in (dtype, device) if a is not None))
+    return tensor(data, dtype=dtype, device=device)
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -382,8 +434,6 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             from ..backend import to_device_array
             arr = to_device_array(arr, dev)
     else:
-        if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
-            data = _nested_to_numpy(data)
         if isinstance(data, np.generic) or (
                 hasattr(data, "__array__") and not isinstance(data, np.ndarray)
                 and not hasattr(data, "__cuda_array_interface__")):
@@ -394,9 +444,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             if dev is None:
                 dev = array_device(arr) if not isinstance(arr, np.ndarray) else default_device()
         else:
-            arr, dt = _infer_data_dtype(data)
-            if dtype is not None:
-                dt = as_dtype(dtype)
+            arr, dt = _array_of_data(data, dtype)
         dev = dev or default_device()
         xp = dev.xp
         if dev is cpu and not isinstance(arr, np.ndarray):
@@ -406,14 +454,6 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     if requires_grad:
         t.requires_grad = True
     return t
-
-
-def _flat(data):
-    for d in data:
-        if isinstance(d, (list, tuple)):
-            yield from _flat(d)
-        else:
-            yield d
 
 
 def _nested_to_numpy(data):

@@ -10,7 +10,7 @@ import builtins
 import math
 from collections import namedtuple
 
-from ..dtypes import as_dtype, bool_
+from ..dtypes import as_dtype, bool_, promote_types
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
 from .infer import normalize_dim, normalize_dims, numel
@@ -20,7 +20,8 @@ __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatte
            "unsqueeze", "expand", "stack", "split", "chunk", "index_select", "masked_fill",
            "clamp", "where", "matmul", "einsum", "cat", "reshape", "permute", "broadcast_to",
            "sum", "prod", "cumsum", "argmax", "argmin", "gather", "maximum", "minimum", "getitem",
-           "reduce_grad", "pow", "abs", "narrow", "unflatten"]
+           "reduce_grad", "pow", "abs", "narrow", "unflatten", "all", "any", "nonzero",
+           "round", "mm", "bmm", "mv", "dot", "outer"]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -43,17 +44,25 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A0
 
 
 def _dims_attr(dim):
+    """A reduction's ``dim`` as its primitive takes it: None (all dims), an int or a tuple. An
+    empty tuple or list means all dims, as in PyTorch (``x.sum(dim=())`` is ``x.sum()``); the
+    primitives themselves read ``()`` as "no dim" (what ``sum_to`` asks of them)."""
     if dim is None or isinstance(dim, int):
         return dim
-    return tuple(dim)
+    return tuple(dim) or None
+
+
+def _empty_dims(dim) -> bool:
+    return isinstance(dim, (tuple, list)) and not dim
 
 
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     x = input if dtype is None else apply(E.cast, input, dtype=as_dtype(dtype))
+    dim = _dims_attr(dim)
     if not x.dtype.is_floating_point:
         raise TypeError(f"mean: input dtype must be floating point, got {x.dtype}; cast it "
                         "first (x.float())")
-    return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim) / _dim_count(x, dim)
+    return apply(R.sum_, x, dim=dim, keepdim=keepdim) / _dim_count(x, dim)
 
 
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
@@ -88,9 +97,14 @@ def std(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
 
 
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
-    """``log(sum(exp(input), dim))``, computed stably; -inf over an empty dim."""
-    x, dim = input, _dims_attr(dim)
-    if any(x.shape[d] == 0 for d in normalize_dims("logsumexp", dim, x.ndim)):
+    """``log(sum(exp(input), dim))``, computed stably; -inf over an empty dim. ``dim=()``
+    reduces over all dims with ``keepdim=True`` and is refused without it, as in PyTorch."""
+    x = input
+    if _empty_dims(dim) and not keepdim and x.ndim:
+        raise RuntimeError(f"logsumexp: dim={dim!r} without keepdim=True is refused (as "
+                           "PyTorch refuses it); pass keepdim=True, or every dim as a tuple")
+    dim = _dims_attr(dim)
+    if builtins.any(x.shape[d] == 0 for d in normalize_dims("logsumexp", dim, x.ndim)):
         # an empty dim has no max to shift by (nor needs one): log(0) = -inf
         out = apply(E.log, apply(R.sum_, apply(E.exp, x), dim=dim, keepdim=True))
     else:
@@ -211,7 +225,7 @@ def _reshape_keeping(x, entries):
     """Reshape to ``entries`` (ints, one maybe -1, and x's own dims kept): a plain reshape
     where its one -1 says it all, else one reading x's dims when the program runs (several
     unknown dims kept: a transformer over a batch and a length both unknown)."""
-    if all(isinstance(e, int) for e in entries):
+    if builtins.all(isinstance(e, int) for e in entries):
         return apply(S.reshape, x, shape=tuple(entries))
     entries = tuple(entries)
     plain = S.static_reshape_shape(x, entries, [])
@@ -276,9 +290,19 @@ def _check_not_0d(op: str, x) -> None:
 
 
 def cat(tensors, dim: int = 0):
+    """``tensors`` joined along ``dim``. A tensor of shape (0,) beside tensors of other shapes
+    is skipped (PyTorch's legacy empty tensor, ``hf.tensor([])``), its dtype still promoting
+    the result's."""
     tensors = tuple(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
+    kept = tuple(t for t in tensors if tuple(t.shape) != (0,))
+    if kept and len(kept) < len(tensors):
+        dt = kept[0].dtype
+        for t in tensors:
+            dt = promote_types(dt, t.dtype)
+        out = cat(kept, dim)
+        return out if out.dtype is dt else apply(E.cast, out, dtype=dt)
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise ValueError(f"cat: the 0-d tensor at position {i} cannot be concatenated; "
@@ -399,8 +423,51 @@ def clamp(input, min=None, max=None):  # noqa: A002
     return apply(E.clamp, x, min=min, max=max)
 
 
-def where(condition, input, other):  # noqa: A002
+_NO_VALUE = object()
+
+
+def where(condition, input=_NO_VALUE, other=_NO_VALUE):  # noqa: A002
+    """``input`` where ``condition`` holds, else ``other``; with ``condition`` alone,
+    ``nonzero(condition, as_tuple=True)`` (as PyTorch)."""
+    if input is _NO_VALUE and other is _NO_VALUE:
+        return nonzero(condition, as_tuple=True)
+    if input is _NO_VALUE or other is _NO_VALUE:
+        raise TypeError("where: pass condition alone, or condition, input and other")
     return apply(E.where, condition, input, other)
+
+
+def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
+    """The int64 indices of the nonzero (True) elements, in row-major order: an (n, ndim)
+    tensor, or with ``as_tuple`` one 1-d tensor per dim."""
+    from .creation import arange
+    x = input
+    if x.ndim == 0:  # as PyTorch: indices into the 1-element view, with no dims
+        found = nonzero(apply(S.reshape, x, shape=(1,)), as_tuple=as_tuple)
+        return found if as_tuple else I.narrow(found, 1, 0, 0)
+    if -1 in x.shape:
+        raise ValueError(f"nonzero: the shape {tuple(x.shape)} is only known when the program "
+                         "runs; nonzero needs it when the program is built")
+    mask = x if x.dtype is bool_ else apply(E.ne, x, 0)
+    coords = []
+    for d, n in enumerate(x.shape):
+        positions = apply(arange, start=0, stop=n, step=1, dtype=as_dtype("int64"),
+                          device=str(x.device))
+        positions = apply(S.reshape, positions, shape=tuple(n if k == d else 1
+                                                            for k in range(x.ndim)))
+        positions = apply(S.broadcast_to, positions, shape=tuple(x.shape))
+        coords.append(apply(I.getitem, positions, mask, spec=(("tensor",),)))
+    return tuple(coords) if as_tuple else stack(coords, dim=1)
+
+
+def round(input, *, decimals: int = 0):  # noqa: A001,A002
+    """Round half to even; ``decimals`` places (negative: tens, hundreds...), computed as
+    PyTorch does (``round(x * 10**d) / 10**d``)."""
+    if not decimals:
+        return apply(E.round_, input)
+    scale = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        return apply(E.round_, input * scale) / scale
+    return apply(E.round_, input / scale) * scale
 
 
 def maximum(input, other):  # noqa: A002
@@ -423,6 +490,55 @@ def matmul(input, other):  # noqa: A002
     return apply(L.matmul, input, other)
 
 
+def _check_product(op: str, a, b, ndims: tuple, inner: tuple) -> None:
+    """PyTorch's checks of mm/bmm/mv/dot: operand dims ``ndims``, one dtype, and the
+    contracted sizes (dims ``inner`` of a and b) equal (batch sizes too, for bmm)."""
+    if (a.ndim, b.ndim) != ndims:
+        raise ValueError(f"{op}: expects tensors of {ndims[0]} and {ndims[1]} dims, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    if a.dtype is not b.dtype:
+        raise TypeError(f"{op}: expects both tensors of one dtype, got {a.dtype} and {b.dtype}")
+    sizes = [(a.shape[inner[0]], b.shape[inner[1]])]
+    if op == "bmm":
+        sizes.append((a.shape[0], b.shape[0]))
+    if builtins.any(x != y and x != -1 and y != -1 for x, y in sizes):
+        raise ValueError(f"{op}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
+                         "multiplied")
+
+
+def mm(input, mat2):  # noqa: A002
+    """The matrix product of two 2-d tensors of one dtype."""
+    _check_product("mm", input, mat2, (2, 2), (1, 0))
+    return apply(L.matmul, input, mat2)
+
+
+def bmm(input, mat2):  # noqa: A002
+    """Batched matrix products of two 3-d tensors with one batch size."""
+    _check_product("bmm", input, mat2, (3, 3), (2, 1))
+    return apply(L.matmul, input, mat2)
+
+
+def mv(input, vec):  # noqa: A002
+    """The product of a 2-d matrix and a 1-d vector."""
+    _check_product("mv", input, vec, (2, 1), (1, 0))
+    return apply(L.matmul, input, vec)
+
+
+def dot(input, tensor):  # noqa: A002
+    """The inner product of two 1-d tensors of one size and dtype (a 0-d tensor)."""
+    _check_product("dot", input, tensor, (1, 1), (0, 0))
+    return apply(L.matmul, input, tensor)
+
+
+def outer(input, vec2):  # noqa: A002
+    """The outer product of two 1-d tensors: ``out[i, j] = input[i] * vec2[j]``."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise ValueError(f"outer: expects two 1-d tensors, got shapes {tuple(input.shape)} and "
+                         f"{tuple(vec2.shape)}")
+    return apply(S.reshape, input, shape=(input.shape[0], 1)) * \
+        apply(S.reshape, vec2, shape=(1, vec2.shape[0]))
+
+
 def einsum(equation: str, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
@@ -431,11 +547,31 @@ def einsum(equation: str, *operands):
 
 
 def prod(input, dim=None, keepdim: bool = False):  # noqa: A002
+    if _empty_dims(dim):
+        raise TypeError(f"prod: dim must be an int or None, got {dim!r} (PyTorch's prod "
+                        "takes no empty dim list); pass dim=None to multiply every element")
     return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
 
 
-def cumsum(input, dim: int):  # noqa: A002
-    return apply(R.cumsum, input, dim=normalize_dim("cumsum", dim, input.ndim))
+def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
+    """Cumulative sum along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
+    if dtype is None:
+        return apply(R.cumsum, input, dim=normalize_dim("cumsum", dim, input.ndim))
+    dt = as_dtype(dtype)
+    x = input if input.dtype is dt else apply(E.cast, input, dtype=dt)
+    out = apply(R.cumsum, x, dim=normalize_dim("cumsum", dim, x.ndim))
+    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)  # (integers sum in int64)
+
+
+def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    """Whether every element (along ``dim``) is nonzero (True): a bool tensor; True over no
+    elements."""
+    return sum(apply(E.eq, input, 0), dim, keepdim) == 0
+
+
+def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    """Whether some element (along ``dim``) is nonzero (True): a bool tensor."""
+    return sum(apply(E.ne, input, 0), dim, keepdim) > 0
 
 
 def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ..backend import device as as_device
-from ..dtypes import as_dtype, bool_, float32
+from ..dtypes import as_dtype, bool_, float32, int64
 from ..random import generator
 from .lowering_rules import elementwise_rule
 from .registry import onnx_rules, register
@@ -71,18 +71,37 @@ full_dims = register("full_dims", infer=_full_dims_infer, kernel=_full_dims_kern
                      doc="full() with sizes read from its inputs' shapes (or values) at run time")
 
 
-def arange_length(start, stop, step) -> int:
-    if step == 0:
-        raise ValueError("arange: step must be nonzero")
-    return max(0, math.ceil((stop - start) / step))
+def arange_length(start, stop, step, dtype=None) -> int:
+    """The length of ``arange(start, stop, step)``, as PyTorch computes it: an integer
+    ``dtype`` truncates ``step`` (one that becomes 0 is refused), and int64 the bounds too
+    (other dtypes take the length from the bounds as given); a step whose sign points away
+    from ``stop`` is refused."""
+    if step == 0 or (dtype is not None and not dtype.is_floating_point and int(step) == 0):
+        raise ValueError(f"arange: step must be nonzero (start={start!r}, end={stop!r}, "
+                         f"step={step!r}{'' if step == 0 else f', which {dtype} makes 0'})")
+    if dtype is int64:
+        start, stop, step = int(start), int(stop), int(step)
+    if (stop - start) * step < 0:
+        raise RuntimeError(f"arange: the bounds and the step's sign are inconsistent (start="
+                           f"{start!r}, end={stop!r}, step={step!r})")
+    if dtype is int64:
+        return -((start - stop) // step)  # exact ceil((stop - start) / step) for any size
+    return math.ceil((stop - start) / step)
 
 
 def _arange_infer(*, start, stop, step, dtype, device):
-    return (arange_length(start, stop, step),), as_dtype(dtype), None
+    dt = as_dtype(dtype)
+    return (arange_length(start, stop, step, dt),), dt, None
 
 
 def _arange_kernel(xp, *, start, stop, step, dtype, device):
-    return xp.arange(start, stop, step, dtype=as_dtype(dtype).np)
+    dt = as_dtype(dtype)
+    if dt.is_floating_point:
+        return xp.arange(start, stop, step, dtype=dt.np)
+    # PyTorch's integer arange: int(start) + i * int(step) (numpy's differs on float bounds)
+    length = arange_length(start, stop, step, dt)
+    start, step = int(start), int(step)
+    return xp.arange(start, start + length * step, step, dtype=dt.np)
 
 
 arange = register("arange", infer=_arange_infer, kernel=_arange_kernel)

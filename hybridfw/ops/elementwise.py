@@ -96,13 +96,45 @@ div = register("div", infer=_float_binary_infer("div"), kernel=_ufunc_kernel("tr
                vjp=(lambda g, out, a, b: g / b, lambda g, out, a, b: -g * a / (b * b)))
 
 
+def _is_integral(x) -> bool:
+    """An integer or bool array, or a Python int/bool."""
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    return kind in ("i", "u", "b") if kind is not None else isinstance(x, int)
+
+
+class IntegerDivisionByZeroError(ZeroDivisionError, RuntimeError):
+    """Integer ``//`` or ``%`` by zero (PyTorch raises ``RuntimeError('ZeroDivisionError')``;
+    this error is both, so code catching either works). Floats give inf/nan instead."""
+
+
+def _integral_division_kernel(fname, op_name):
+    """The ufunc ``xp.<fname>`` refusing, for integer (and bool) operands, a zero divisor:
+    numpy would give 0. One pass over the divisor, for integer dtypes only."""
+    def kernel(xp, a, b, out=None):
+        if _is_integral(b) and _is_integral(a) and not (b.all() if hasattr(b, "all") else b):
+            raise IntegerDivisionByZeroError(f"{op_name}: integer division by zero (a divisor "
+                                             "is 0)")
+        if out is None:
+            return getattr(xp, fname)(a, b)
+        return getattr(xp, fname)(a, b, out=out)
+
+    def lower(ctx, a, b):
+        if ctx.dtype.startswith(("np.int", "np.uint", "np.bool")):
+            return ctx.integer_division(fname, a, b)
+        return ctx.ufunc(fname, a, b)
+
+    kernel.__name__ = f"{fname}_kernel"
+    kernel.lower = elementwise_rule(lower)
+    return kernel
+
+
 floor_divide = register("floor_divide", infer=_arith_infer("floor_divide"),
-                        kernel=_ufunc_kernel("floor_divide"),
+                        kernel=_integral_division_kernel("floor_divide", "floor_divide"),
                         supports_out=True,
                         # piecewise constant: the derivative is zero wherever it exists
                         vjp=(lambda g, out, a, b: g * 0, lambda g, out, a, b: g * 0))
 remainder = register("remainder", infer=_arith_infer("remainder"),
-                     kernel=_ufunc_kernel("remainder"),
+                     kernel=_integral_division_kernel("remainder", "remainder"),
                      supports_out=True, save=(0, 1),
                      vjp=(lambda g, out, a, b: g,
                           lambda g, out, a, b: -g * apply(floor_divide, a, b)))
@@ -121,12 +153,6 @@ def _pow_grad_exponent(g, out, a, b):
         return apply(where, b >= 0, 0.0, grad) if a == 0 else grad
     grad = g * out * apply(log, a)
     return apply(where, (a == 0) & (b >= 0), 0.0, grad)
-
-
-def _is_integral(x) -> bool:
-    """An integer or bool array, or a Python int/bool."""
-    kind = getattr(getattr(x, "dtype", None), "kind", None)
-    return kind in ("i", "u", "b") if kind is not None else isinstance(x, int)
 
 
 def _pow_kernel(xp, a, b, out=None):
@@ -227,7 +253,9 @@ sqrt = register("sqrt", infer=_float_unary_infer, kernel=_ufunc_kernel("sqrt"), 
 
 
 def _rsqrt_kernel(xp, a, out=None):
-    out = xp.sqrt(a, out=out)
+    # one buffer, written twice (a ufunc of a 0-d array without out= returns a numpy scalar,
+    # which cannot take the second write)
+    out = xp.sqrt(a, out=xp.empty_like(a) if out is None else out)
     return xp.reciprocal(out, out=out)
 
 
@@ -242,9 +270,42 @@ tanh = register("tanh", infer=_float_unary_infer, kernel=_ufunc_kernel("tanh"), 
                 save_output=True, vjp=(lambda g, out, a: g * (1 - out * out),))
 
 
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+def _typed_ufunc_rule(fname):
+    """A ufunc's lowering computed in float64 and cast to the compute dtype: numba's
+    np.log2/np.exp2 of a float32 give a float64, or do not compile."""
+    return elementwise_rule(lambda ctx, a: f"{ctx.dtype}(np.{fname}(np.float64({a})))")
+
+
+log2 = register("log2", infer=_float_unary_infer, kernel=_ufunc_kernel("log2"), supports_out=True,
+                lower=_typed_ufunc_rule("log2"), save=(0,),
+                vjp=(lambda g, out, a: g / (a * _LN2),))
+log10 = register("log10", infer=_float_unary_infer, kernel=_ufunc_kernel("log10"),
+                 supports_out=True, save=(0,), vjp=(lambda g, out, a: g / (a * _LN10),))
+exp2 = register("exp2", infer=_float_unary_infer, kernel=_ufunc_kernel("exp2"), supports_out=True,
+                lower=_typed_ufunc_rule("exp2"), save_output=True,
+                vjp=(lambda g, out, a: g * out * _LN2,))
+expm1 = register("expm1", infer=_float_unary_infer, kernel=_ufunc_kernel("expm1"),
+                 supports_out=True, save_output=True, vjp=(lambda g, out, a: g * (out + 1),))
+tan = register("tan", infer=_float_unary_infer, kernel=_ufunc_kernel("tan"), supports_out=True,
+               save_output=True, vjp=(lambda g, out, a: g * (1 + out * out),))
+atan = register("atan", infer=_float_unary_infer, kernel=_ufunc_kernel("arctan"),
+                supports_out=True, save=(0,), vjp=(lambda g, out, a: g / (1 + a * a),))
+asin = register("asin", infer=_float_unary_infer, kernel=_ufunc_kernel("arcsin"),
+                supports_out=True, save=(0,),
+                vjp=(lambda g, out, a: g / apply(sqrt, 1 - a * a),))
+acos = register("acos", infer=_float_unary_infer, kernel=_ufunc_kernel("arccos"),
+                supports_out=True, save=(0,),
+                vjp=(lambda g, out, a: -g / apply(sqrt, 1 - a * a),))
+sinh = register("sinh", infer=_float_unary_infer, kernel=_ufunc_kernel("sinh"), supports_out=True,
+                save=(0,), vjp=(lambda g, out, a: g * apply(cosh, a),))
+cosh = register("cosh", infer=_float_unary_infer, kernel=_ufunc_kernel("cosh"), supports_out=True,
+                save=(0,), vjp=(lambda g, out, a: g * apply(sinh, a),))
+
+
 def _sigmoid_kernel(xp, a, out=None):
     # 1/(1+exp(-a)) overflows exp for a << 0; 0.5*tanh(a/2)+0.5 is exact and finite everywhere.
-    out = xp.multiply(a, 0.5, out=out)
+    out = xp.multiply(a, 0.5, out=xp.empty_like(a) if out is None else out)  # (see rsqrt)
     xp.tanh(out, out=out)
     xp.multiply(out, 0.5, out=out)
     return xp.add(out, 0.5, out=out)
@@ -281,6 +342,21 @@ ceil = register("ceil", infer=_same_infer, kernel=_round_kernel("ceil"), support
                 vjp=(lambda g, out, a: g * 0,))
 round_ = register("round", infer=_same_infer, kernel=_round_kernel("rint"), supports_out=True,
                   vjp=(lambda g, out, a: g * 0,))
+
+
+def _trunc_kernel(xp, a, out=None):
+    if a.dtype.kind != "f":  # integers and bools are whole already (numpy's trunc makes floats)
+        if out is None:
+            return a.copy()
+        out[...] = a
+        return out
+    return xp.trunc(a, out=out)
+
+
+trunc = register("trunc", infer=_same_infer, kernel=_trunc_kernel, supports_out=True,
+                 lower=elementwise_rule(lambda ctx, a: ctx.ufunc("trunc", a)
+                                        if ctx.dtype.startswith("np.float") else a),
+                 vjp=(lambda g, out, a: g * 0,))
 
 
 def _isnan_infer(a):
@@ -416,6 +492,31 @@ def _onnx_isfinite(ctx, a):
     return ctx.node("Not", [ctx.node("Or", [ctx.node("IsNaN", [x]), ctx.node("IsInf", [x])])])
 
 
+def _onnx_log_base(base):
+    def rule(ctx, a):
+        dt = ctx.out.dtype
+        return ctx.node("Div", [ctx.node("Log", [ctx.operand(0, dt)]),
+                                ctx.const(math.log(base), dt)])
+    return rule
+
+
+def _onnx_exp2(ctx, a):
+    dt = ctx.out.dtype
+    return ctx.node("Pow", [ctx.const(2.0, dt), ctx.operand(0, dt)])
+
+
+def _onnx_expm1(ctx, a):
+    dt = ctx.out.dtype
+    return ctx.node("Sub", [ctx.node("Exp", [ctx.operand(0, dt)]), ctx.const(1, dt)])
+
+
+def _onnx_trunc(ctx, a):
+    x = ctx.operand(0)
+    if not ctx.metas[0].dtype.is_floating_point:
+        return ctx.node("Identity", [x])
+    return ctx.node("Mul", [ctx.node("Sign", [x]), ctx.node("Floor", [ctx.node("Abs", [x])])])
+
+
 def _onnx_clamp(ctx, a, *, min=None, max=None):  # noqa: A002
     dt = ctx.out.dtype
     bounds = ["" if v is None else ctx.const(v, dt) for v in (min, max)]
@@ -451,4 +552,8 @@ onnx_rules(
     bitwise_not=_onnx_bitwise("Not", "BitwiseNot"),
     log1p=_onnx_log1p, rsqrt=_onnx_rsqrt, isfinite=_onnx_isfinite, clamp=_onnx_clamp,
     where=_onnx_where, cast=_onnx_cast, copy="Identity",
+    log2=_onnx_log_base(2.0), log10=_onnx_log_base(10.0), exp2=_onnx_exp2, expm1=_onnx_expm1,
+    tan=_onnx_unary_float("Tan"), atan=_onnx_unary_float("Atan"),
+    asin=_onnx_unary_float("Asin"), acos=_onnx_unary_float("Acos"),
+    sinh=_onnx_unary_float("Sinh"), cosh=_onnx_unary_float("Cosh"), trunc=_onnx_trunc,
 )

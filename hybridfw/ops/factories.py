@@ -5,11 +5,13 @@ They go through the registry like every op, so inside a static program they beco
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import default_device
 from ..backend import device as as_device
 from ..dtypes import as_dtype, bool_, get_default_dtype, int64
 from . import creation as K
-from .registry import apply
+from .registry import TensorLike, apply
 from .shape_ops import size_entries
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
@@ -55,8 +57,20 @@ def _filled(shape, value, dtype, device):
     return apply(K.full, shape=shape, value=value, dtype=dtype, device=device)
 
 
+def _number(value):
+    """``value`` as the Python number PyTorch reads it as: a numpy scalar or a 0-d tensor
+    gives the number it holds (``arange(tensor(3))`` counts in int64), a numpy bool reads as a
+    float (``torch.full((2,), np.True_)`` is float32)."""
+    if isinstance(value, np.generic):
+        return float(value) if isinstance(value, np.bool_) else value.item()
+    if isinstance(value, TensorLike) and not value.shape and not hasattr(value, "dim_source"):
+        return value.item()
+    return value
+
+
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ``size`` filled with ``fill_value`` (dtype from the value, like PyTorch)."""
+    fill_value = _number(fill_value)
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else (
             int64 if isinstance(fill_value, int) else get_default_dtype())
@@ -113,6 +127,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None,
     int64, else float32."""
     if end is None:
         start, end = 0, start
+    start, end, step = _number(start), _number(end), _number(step)
     if hasattr(end, "dim_source"):  # a static program's value: known when it runs
         return _grad(_arange_at_run_time(start, end, step, dtype, device), requires_grad)
     if dtype is None:

@@ -4,21 +4,30 @@ from __future__ import annotations
 
 from . import composite as C
 from . import elementwise as E
-from .composite import (abs, argmax, argmin, broadcast_to, cat, chunk, clamp, cumsum, einsum,
-                        flatten, gather, index_select, logsumexp, masked_fill, matmul, max,
-                        maximum, mean, min, minimum, narrow, permute, pow, prod, reshape, split,
-                        squeeze, stack, std, sum, transpose, unsqueeze, var, where)
+from .composite import (abs, all, any, argmax, argmin, bmm, broadcast_to, cat, chunk, clamp,
+                        cumsum, dot, einsum, flatten, gather, index_select, logsumexp,
+                        masked_fill, matmul, max, maximum, mean, min, minimum, mm, mv, narrow,
+                        nonzero, outer, permute, pow, prod, reshape, round, split, squeeze, stack,
+                        std, sum, transpose, unsqueeze, var, where)
+from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
+                              masked_select, movedim, nansum, roll, swapaxes, tile, tril, triu,
+                              unbind)
 from .registry import apply
 
-__all__ = ["abs", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp", "clip", "cumsum",
-           "einsum", "flatten", "gather", "index_select", "logsumexp", "masked_fill", "matmul",
+__all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
+           "clip", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
+           "masked_fill", "matmul",
            "max", "maximum", "mean", "min", "minimum", "narrow", "permute", "pow", "prod",
            "reshape", "split", "squeeze", "stack", "std", "sum", "transpose", "unsqueeze", "var",
            "where", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
            "relu", "neg", "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "add",
            "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
            "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
-           "numel", "allclose", "equal"]
+           "numel", "allclose", "equal", "floor_divide", "remainder", "nonzero",
+           "mm", "bmm", "mv", "dot", "outer", "reciprocal", "log2", "log10", "exp2", "expm1",
+           "tan", "atan", "asin", "acos", "sinh", "cosh", "trunc", "frac", "erf",
+           "broadcast_shapes", "broadcast_tensors", "flip", "fmax", "fmin", "masked_select",
+           "movedim", "nansum", "roll", "swapaxes", "tile", "tril", "triu", "unbind"]
 
 clip = clamp
 concat = concatenate = cat
@@ -47,10 +56,28 @@ neg = _unary(E.neg, "neg")
 sign = _unary(E.sign, "sign")
 floor = _unary(E.floor, "floor")
 ceil = _unary(E.ceil, "ceil")
-round = _unary(E.round_, "round")  # noqa: A001
 isnan = _unary(E.isnan, "isnan")
 isinf = _unary(E.isinf, "isinf")
 isfinite = _unary(E.isfinite, "isfinite")
+log2 = _unary(E.log2, "log2")
+log10 = _unary(E.log10, "log10")
+exp2 = _unary(E.exp2, "exp2")
+expm1 = _unary(E.expm1, "expm1")
+tan = _unary(E.tan, "tan")
+atan = _unary(E.atan, "atan")
+asin = _unary(E.asin, "asin")
+acos = _unary(E.acos, "acos")
+sinh = _unary(E.sinh, "sinh")
+cosh = _unary(E.cosh, "cosh")
+trunc = _unary(E.trunc, "trunc")
+
+
+def frac(input):  # noqa: A002
+    return input.frac()
+
+
+def erf(input):  # noqa: A002
+    return input.erf()
 
 
 def _binary(op, name):
@@ -73,12 +100,18 @@ def sub(input, other, *, alpha=1):  # noqa: A002
 
 mul = _binary(E.mul, "mul")
 div = _binary(E.div, "div")
+floor_divide = _binary(E.floor_divide, "floor_divide")
+remainder = _binary(E.remainder, "remainder")
 eq = _binary(E.eq, "eq")
 ne = _binary(E.ne, "ne")
 lt = _binary(E.lt, "lt")
 le = _binary(E.le, "le")
 gt = _binary(E.gt, "gt")
 ge = _binary(E.ge, "ge")
+
+
+def reciprocal(input):  # noqa: A002
+    return apply(E.div, 1.0, input)
 
 
 def square(input):  # noqa: A002

@@ -8,7 +8,7 @@ index tensor input).
 """
 from __future__ import annotations
 
-from ..dtypes import bool_
+from ..dtypes import bool_, int64
 from .infer import broadcast_shapes
 from .lowering_rules import ScalarIndex, Unsupported, view_rule
 from ..backend import add_at
@@ -47,6 +47,8 @@ def parse_index(index, to_tensor):
             spec.append(("slice", start, stop, step))
         else:
             t = item if isinstance(item, TensorLike) else to_tensor(item)
+            if isinstance(item, list) and 0 in t.shape:  # x[[]]: an empty int64 index, as
+                t = t.astype(int64)                       # PyTorch reads it (not float32)
             if not (t.dtype is bool_ or t.dtype.category == 1):
                 raise IndexError(f"getitem: tensors used as indices must be integer or bool, "
                                  f"got dtype {t.dtype}")

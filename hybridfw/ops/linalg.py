@@ -188,20 +188,47 @@ def _einsum_kernel(xp, *xs, equation):
 def _einsum_grad(g, out, *xs, equation, input_index):
     specs, out_spec = parse_equation(equation, [x.ndim for x in xs])
     target = specs[input_index]
-    if len(set(target)) != len(target):
-        raise ValueError(f"einsum: gradient of an operand with a repeated label ({target!r} in "
-                         f"{equation!r}) is not supported")
+    x = xs[input_index]
+    sizes = dict(zip(target, x.shape))
+    unique = "".join(dict.fromkeys(target))  # a repeated label ('ii'): its diagonal first
     others = [i for i in range(len(xs)) if i != input_index]
     available = set(out_spec).union(*(set(specs[i]) for i in others))
-    kept = "".join(c for c in target if c in available)
+    kept = "".join(c for c in unique if c in available)
     eq = ",".join([out_spec] + [specs[i] for i in others]) + "->" + kept
     grad = apply(einsum, g, *(xs[i] for i in others), equation=eq)
-    if kept != target:  # labels summed only within this operand: broadcast back over them
+    if kept != unique:  # labels summed only within this operand: broadcast back over them
         from .shape_ops import broadcast_to
-        shape = tuple(xs[input_index].shape[target.index(c)] if c in kept else 1 for c in target)
-        grad = apply(reshape, grad, shape=shape)
-        grad = apply(broadcast_to, grad, shape=tuple(xs[input_index].shape))
+        grad = apply(reshape, grad, shape=tuple(sizes[c] if c in kept else 1 for c in unique))
+        grad = apply(broadcast_to, grad, shape=tuple(sizes[c] for c in unique))
+    if unique != target:
+        grad = _onto_diagonals(grad, unique, target, sizes, equation, g)
     return grad
+
+
+def _onto_diagonals(grad, unique: str, target: str, sizes: dict, equation: str, like):
+    """``grad`` (labels ``unique``) placed on the diagonals of an operand with repeated labels
+    (``target``, ``'bii'``), zeros elsewhere: an einsum with one identity matrix per repeat
+    (``'bi,ij->bij'``), so it is differentiable like any einsum."""
+    from .creation import eye
+    fresh = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                 if c not in equation and c not in unique)
+    seen, labels, identities = set(), [], []
+    for c in target:
+        if c not in seen:
+            seen.add(c)
+            labels.append(c)
+            continue
+        n = sizes[c]
+        if not isinstance(n, int) or n < 0:
+            raise RuntimeError(f"einsum: the gradient of an operand with a repeated label "
+                               f"({target!r} in {equation!r}) needs its size, known only at "
+                               "run time here")
+        new = next(fresh)
+        labels.append(new)
+        identities.append((c + new, apply(eye, n=n, m=n, dtype=grad.dtype,
+                                          device=str(like.device))))
+    eq = ",".join([unique] + [spec for spec, _ in identities]) + "->" + "".join(labels)
+    return apply(einsum, grad, *(t for _, t in identities), equation=eq)
 
 
 einsum = register("einsum", infer=_einsum_infer, kernel=_einsum_kernel, variadic=True,

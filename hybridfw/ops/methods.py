@@ -9,6 +9,7 @@ import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
 from . import composite as C
+from . import composite_extra as X
 from . import elementwise as E
 from . import indexing as I
 from . import linalg as L
@@ -91,6 +92,24 @@ class TensorMethods(TensorLike):
     def __itruediv__(self, other):
         return apply_inplace(_div, self, self, other)
 
+    def __ifloordiv__(self, other):
+        return apply_inplace(E.floor_divide, self, self, other)
+
+    def __imod__(self, other):
+        return apply_inplace(E.remainder, self, self, other)
+
+    def __ipow__(self, other):
+        return apply_inplace(E.pow_, self, self, other)
+
+    def __iand__(self, other):
+        return apply_inplace(E.bitwise_and, self, self, other)
+
+    def __ior__(self, other):
+        return apply_inplace(E.bitwise_or, self, self, other)
+
+    def __ixor__(self, other):
+        return apply_inplace(E.bitwise_xor, self, self, other)
+
     def __neg__(self):
         return apply(E.neg, self)
 
@@ -123,10 +142,18 @@ class TensorMethods(TensorLike):
 
     # ---- comparisons ------------------------------------------------------------------------
     def __eq__(self, other):
+        if other is None:  # PyTorch: a tensor never equals None (a Python bool, not a tensor)
+            return False
         return apply(E.eq, self, other)
 
     def __ne__(self, other):
+        if other is None:
+            return True
         return apply(E.ne, self, other)
+
+    def __contains__(self, element):
+        """``element in x``: whether some element of ``x`` equals it, as PyTorch."""
+        return bool(C.any(apply(E.eq, self, element)))
 
     def __lt__(self, other):
         return apply(E.lt, self, other)
@@ -164,6 +191,12 @@ class TensorMethods(TensorLike):
     def div(self, other):
         return apply(_div, self, other)
 
+    def floor_divide(self, other):
+        return apply(E.floor_divide, self, other)
+
+    def remainder(self, other):
+        return apply(E.remainder, self, other)
+
     def pow(self, exponent):
         return apply(E.pow_, self, exponent)
 
@@ -200,6 +233,47 @@ class TensorMethods(TensorLike):
     def sigmoid(self):
         return apply(E.sigmoid, self)
 
+    def log2(self):
+        return apply(E.log2, self)
+
+    def log10(self):
+        return apply(E.log10, self)
+
+    def exp2(self):
+        return apply(E.exp2, self)
+
+    def expm1(self):
+        return apply(E.expm1, self)
+
+    def tan(self):
+        return apply(E.tan, self)
+
+    def atan(self):
+        return apply(E.atan, self)
+
+    def asin(self):
+        return apply(E.asin, self)
+
+    def acos(self):
+        return apply(E.acos, self)
+
+    def sinh(self):
+        return apply(E.sinh, self)
+
+    def cosh(self):
+        return apply(E.cosh, self)
+
+    def trunc(self):
+        return apply(E.trunc, self)
+
+    def frac(self):
+        """``self - trunc(self)``: the fractional part, with the sign of ``self``."""
+        return self - apply(E.trunc, self)
+
+    def erf(self):
+        from . import nn_ops  # noqa: PLC0415 - nn_ops imports this module's siblings
+        return apply(nn_ops.erf, self)
+
     def relu(self):
         return apply(E.relu, self)
 
@@ -212,8 +286,8 @@ class TensorMethods(TensorLike):
     def ceil(self):
         return apply(E.ceil, self)
 
-    def round(self):
-        return apply(E.round_, self)
+    def round(self, *, decimals: int = 0):
+        return C.round(self, decimals=decimals)
 
     def square(self):
         return apply(_mul, self, self)
@@ -244,11 +318,29 @@ class TensorMethods(TensorLike):
     def minimum(self, other):
         return apply(E.minimum, self, other)
 
+    def nonzero(self, *, as_tuple: bool = False):
+        return C.nonzero(self, as_tuple=as_tuple)
+
     def where(self, condition, other):
         return apply(E.where, condition, self, other)
 
     def matmul(self, other):
         return apply(L.matmul, self, other)
+
+    def mm(self, mat2):
+        return C.mm(self, mat2)
+
+    def bmm(self, mat2):
+        return C.bmm(self, mat2)
+
+    def mv(self, vec):
+        return C.mv(self, vec)
+
+    def dot(self, tensor):
+        return C.dot(self, tensor)
+
+    def outer(self, vec2):
+        return C.outer(self, vec2)
 
     def masked_fill(self, mask, value):
         return C.masked_fill(self, mask, value)
@@ -294,14 +386,14 @@ class TensorMethods(TensorLike):
     def logsumexp(self, dim, keepdim=False):
         return C.logsumexp(self, dim, keepdim)
 
-    def cumsum(self, dim):
-        return C.cumsum(self, dim)
+    def cumsum(self, dim, *, dtype=None):
+        return C.cumsum(self, dim, dtype=dtype)
 
-    def all(self):
-        return (self != 0).sum() == self.numel()
+    def all(self, dim=None, keepdim=False):
+        return C.all(self, dim, keepdim)
 
-    def any(self):
-        return (self != 0).sum() > 0
+    def any(self, dim=None, keepdim=False):
+        return C.any(self, dim, keepdim)
 
     # ---- shape ------------------------------------------------------------------------------
     def reshape(self, *sizes, shape=None):
@@ -357,6 +449,45 @@ class TensorMethods(TensorLike):
 
     def index_select(self, dim, index):
         return C.index_select(self, dim, index)
+
+    def swapaxes(self, axis0, axis1):
+        return C.transpose(self, axis0, axis1)
+
+    def movedim(self, source, destination):
+        return X.movedim(self, source, destination)
+
+    def unbind(self, dim=0):
+        return X.unbind(self, dim)
+
+    def flip(self, dims):
+        return X.flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        return X.roll(self, shifts, dims)
+
+    def repeat(self, *sizes):
+        return X.repeat(self, *sizes)
+
+    def tile(self, dims):
+        return X.tile(self, dims)
+
+    def tril(self, diagonal=0):
+        return X.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return X.triu(self, diagonal)
+
+    def masked_select(self, mask):
+        return X.masked_select(self, mask)
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None):
+        return X.nansum(self, dim, keepdim, dtype=dtype)
+
+    def fmax(self, other):
+        return X.fmax(self, other)
+
+    def fmin(self, other):
+        return X.fmin(self, other)
 
     def t(self):
         """The transpose of a matrix; a tensor of 0 or 1 dims as it is (PyTorch's ``t()``)."""

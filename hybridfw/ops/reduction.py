@@ -154,6 +154,8 @@ def _exclusive_prod_kernel(xp, a, *, dim=None):
     """For each element, the product of the others in its reduction group (zeros handled)."""
     if a.size == 0:
         return xp.zeros_like(a)
+    if a.ndim == 0:  # the product of no other element (ascontiguousarray below makes 1 dim)
+        return xp.ones_like(a)
     dims = normalize_dims("prod", dim, a.ndim)
     rest = [i for i in range(a.ndim) if i not in dims]
     moved = xp.transpose(a, rest + list(dims))

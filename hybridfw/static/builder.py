@@ -97,6 +97,11 @@ class StaticInterpreter:
         if tuple(out.shape) != tuple(target.shape) and -1 not in target.shape:
             raise ValueError(f"{op.name}: in-place result of shape {out.shape} does not match "
                              f"the target of shape {target.shape}")
+        if out.dtype is not target.dtype:  # the dtype rule of eager in-place ops (and PyTorch)
+            if out.dtype.category > target.dtype.category:
+                raise TypeError(f"{op.name}: result type {out.dtype} can't be cast to the "
+                                f"in-place output type {target.dtype}")
+            out = self.apply(get_op("cast"), (out,), {"dtype": target.dtype})
         old_name = target.name
         if out.block.idx != 0:  # (to_static refuses to write such an update of an argument back)
             self.program.updated_in_blocks.add(old_name)

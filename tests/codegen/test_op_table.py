@@ -20,7 +20,8 @@ RNG = np.random.default_rng(7)
 DTYPES = ("float32", "float64", "int32", "int64", "bool")
 UNARY = ("neg", "sign", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh",
          "sigmoid", "relu", "floor", "ceil", "round", "isnan", "isinf", "isfinite",
-         "bitwise_not", "copy")
+         "bitwise_not", "copy", "log2", "log10", "exp2", "expm1", "tan", "atan", "asin", "acos",
+         "sinh", "cosh", "trunc")
 BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
           "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor")
 

@@ -25,6 +25,7 @@ on a kink: no finite differences) and ``torch_fn``.
 """
 from __future__ import annotations
 
+import math
 import zlib
 
 import numpy as np
@@ -294,6 +295,21 @@ OPS = [
         FLOATS_INT, out_dtype=floaty, order=2),
     Row("sin", lambda x: x.sin(), np.sin, [A34], FLOATS_INT, out_dtype=floaty, order=2),
     Row("cos", lambda x: hf.cos(x), np.cos, [A34], order=2),
+    Row("log2", lambda x: x.log2(), np.log2, [Inp((3, 4), "positive")], FLOATS_INT,
+        out_dtype=floaty, order=2),
+    Row("log10", lambda x: hf.log10(x), np.log10, [Inp((3, 4), "positive")], order=2),
+    Row("exp2", lambda x: hf.exp2(x), np.exp2, [A34], FLOATS_INT, out_dtype=floaty, order=2),
+    Row("expm1", lambda x: x.expm1(), np.expm1, [A34], order=2),
+    Row("tan", lambda x: hf.tan(x), np.tan, [Inp((3, 4), "unit")], order=2),
+    Row("atan", lambda x: x.atan(), np.arctan, [A34], FLOATS_INT, out_dtype=floaty, order=2),
+    Row("asin", lambda x: hf.asin(x), np.arcsin, [Inp((3, 4), "unit")], order=2),
+    Row("acos", lambda x: x.acos(), np.arccos, [Inp((3, 4), "unit")], order=2),
+    Row("sinh", lambda x: hf.sinh(x), np.sinh, [A34], order=2),
+    Row("cosh", lambda x: x.cosh(), np.cosh, [A34], order=2),
+    Row("trunc", lambda x: hf.trunc(x), lambda x: np.trunc(x).astype(x.dtype), [A34],
+        FLOATS_INT, grad=False),
+    Row("frac", lambda x: x.frac(), lambda x: x - np.trunc(x), [A34], order=2),
+    Row("erf_function", lambda x: hf.erf(x), np.vectorize(math.erf), [A34], order=2),
     Row("tanh", lambda x: x.tanh(), np.tanh, [A34], FLOATS_INT, out_dtype=floaty, order=2),
     Row("sigmoid", lambda x: hf.sigmoid(x), lambda x: 1.0 / (1.0 + np.exp(-x)), [A34],
         FLOATS_INT, out_dtype=floaty, order=2),

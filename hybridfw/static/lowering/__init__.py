@@ -46,7 +46,7 @@ import time
 import numpy as np
 
 from .cache import CACHE_ENV_VAR, cache_dir, load_module
-from .emit import GEMM, VECTOR_FLOAT32, Unsupported
+from .emit import GEMM, INTEGER_DIVISION, VECTOR_FLOAT32, Unsupported
 from .regions import Region, plan_regions, region_source
 
 __all__ = ["CACHE_ENV_VAR", "CHECK_ENV_VAR", "NUMBA_ENV_VAR", "Lowered", "Region", "Unsupported", "available",
@@ -148,6 +148,8 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
              "import numpy as np", "import numba",
              "from hybridfw.static.lowering.vmath import " + ", ".join(
                  f"{fn[4:]} as {fn}" for fn in VECTOR_FLOAT32.values()),
+             "from hybridfw.static.lowering.checked import " + ", ".join(
+                 f"{fn[4:]} as {fn}" for fn in INTEGER_DIVISION.values()),
              # (also registers the BLAS symbols before numba links cached code calling them)
              f"from hybridfw.static.lowering.blas import gemm as {GEMM}", ""]
     shared: dict = {}  # identical regions (a loop unrolled by the converter) share one function
@@ -186,12 +188,12 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
 
 def _helpers_digest() -> str:
     """The digest of the helper modules the generated code inlines (:mod:`.vmath`,
-    :mod:`.blas`) and of the BLAS symbol this process found."""
+    :mod:`.blas`, :mod:`.checked`) and of the BLAS symbol this process found."""
     digest = _state.get("helpers")
     if digest is None:
         from . import blas
         h = hashlib.sha256(f"{blas.symbol}".encode())
-        for name in ("vmath.py", "blas.py"):
+        for name in ("vmath.py", "blas.py", "checked.py"):
             with open(os.path.join(os.path.dirname(__file__), name), "rb") as f:
                 h.update(f.read())
         digest = _state["helpers"] = h.hexdigest()[:16]

@@ -101,6 +101,9 @@ def _mapped(shape, out_shape, idx) -> list:
 # ufuncs with a vectorizable float32 version in :mod:`.vmath` (the generated module imports it
 # under this name; numba's own calls the C library per element, which stops vectorization)
 VECTOR_FLOAT32 = {"exp": "_hf_exp32", "tanh": "_hf_tanh32", "sigmoid": "_hf_sigmoid32"}
+# integer division refusing a zero divisor (:mod:`.checked`), under the names the generated
+# module imports them as
+INTEGER_DIVISION = {"floor_divide": "_hf_floor_divide_int", "remainder": "_hf_remainder_int"}
 # :func:`.blas.gemm`, under the name the generated module imports it as
 GEMM = "_hf_gemm"
 
@@ -123,6 +126,11 @@ class _ElementContext:
 
     def ufunc(self, name: str, *args) -> str:
         return self.vector(name, *args) or f"np.{name}({', '.join(args)})"
+
+    def integer_division(self, name: str, a: str, b: str) -> str:
+        """The call of integer ``floor_divide`` or ``remainder`` raising the interpreter's
+        error for a zero divisor."""
+        return f"{INTEGER_DIVISION[name]}({a}, {b})"
 
 
 class ArrayContext:

@@ -1,0 +1,108 @@
+"""The dtypes PyTorch infers for creation calls: numpy scalars and 0-d tensors read as the
+numbers they hold in ``arange``/``full``, nested data promotes its elements' dtypes in
+``tensor``, and ``arange``'s integer form truncates as PyTorch does (a step that truncates to 0
+is refused).
+
+Every case checks hand-computed values; where torch is importable it is a second oracle.
+"""
+import numpy as np
+import pytest
+
+import hybridfw as hf
+
+# (call on a namespace ``lib`` with ``T = lib.tensor``; dtype name; values)
+CALLS = [
+    ("lib.arange(T(3))", "int64", [0, 1, 2]),
+    ("lib.arange(np.int64(3))", "int64", [0, 1, 2]),
+    ("lib.arange(np.int32(1), np.int64(4), np.int64(2))", "int64", [1, 3]),
+    ("lib.arange(0, T(4))", "int64", [0, 1, 2, 3]),
+    ("lib.arange(T(1), 4)", "int64", [1, 2, 3]),
+    ("lib.arange(0, 4, T(2))", "int64", [0, 2]),
+    ("lib.arange(T(True))", "int64", [0]),
+    ("lib.arange(T(2.5))", "float32", [0.0, 1.0, 2.0]),
+    ("lib.arange(np.float64(3))", "float32", [0.0, 1.0, 2.0]),
+    ("lib.full((2,), np.int64(5))", "int64", [5, 5]),
+    ("lib.full((2,), np.int32(5))", "int64", [5, 5]),
+    ("lib.full((2,), np.uint8(3))", "int64", [3, 3]),
+    ("lib.full((2,), T(5))", "int64", [5, 5]),
+    ("lib.full((2,), T(5, dtype=lib.int32))", "int64", [5, 5]),
+    ("lib.full((2,), T(True))", "bool", [True, True]),
+    ("lib.full((2,), np.bool_(True))", "float32", [1.0, 1.0]),  # PyTorch reads it as a float
+    ("lib.full((2,), np.float64(1.5))", "float32", [1.5, 1.5]),
+    ("lib.full((2,), T(1.5, dtype=lib.float64))", "float32", [1.5, 1.5]),
+    ("lib.tensor([np.float64(1.5)])", "float64", [1.5]),
+    ("lib.tensor([np.int32(1)])", "int32", [1]),
+    ("lib.tensor([np.int32(1), 2])", "int64", [1, 2]),
+    ("lib.tensor([np.int32(1), 2.5])", "float32", [1.0, 2.5]),
+    ("lib.tensor([np.int16(1), np.int32(2)])", "int32", [1, 2]),
+    ("lib.tensor([True, np.int8(3)])", "int8", [1, 3]),
+    ("lib.tensor([1, np.uint8(3)])", "int64", [1, 3]),
+    ("lib.tensor([np.float16(1.5)])", "float16", [1.5]),
+    ("lib.tensor([[np.float64(1.0)], [2.0]])", "float64", [[1.0], [2.0]]),
+    ("lib.tensor([1, T(2.5)])", "float32", [1.0, 2.5]),
+    ("lib.tensor([T(1), T(2.5)])", "float32", [1.0, 2.5]),
+    ("lib.tensor([T(2, dtype=lib.int32), 1])", "int64", [2, 1]),
+    ("lib.tensor([T(2.5, dtype=lib.float64), 1])", "float64", [2.5, 1.0]),
+    ("lib.tensor([np.float64(1.5), T(1.0)])", "float64", [1.5, 1.0]),
+    ("lib.tensor([])", "float32", []),
+    ("lib.tensor([[1, 2], [3, 4]])", "int64", [[1, 2], [3, 4]]),
+    ("lib.tensor([[True], [False]])", "bool", [[True], [False]]),
+    ("lib.tensor([0.1, 2])", "float32", [0.1, 2.0]),
+    ("lib.arange(0.5, 3.2, 1, dtype=lib.int64)", "int64", [0, 1, 2]),
+    ("lib.arange(0, 5, 1.5, dtype=lib.int64)", "int64", [0, 1, 2, 3, 4]),
+    ("lib.arange(0, 5, 1.5, dtype=lib.int32)", "int32", [0, 1, 2, 3]),
+    ("lib.arange(0.7, 9, 1.6, dtype=lib.int64)", "int64", list(range(9))),
+    ("lib.arange(0.7, 9, 1.6, dtype=lib.int32)", "int32", list(range(6))),
+    ("lib.arange(-0.5, -5, -1.5, dtype=lib.int64)", "int64", [0, -1, -2, -3, -4]),
+    ("lib.arange(5, 0, -2)", "int64", [5, 3, 1]),
+    ("lib.arange(0, 1, 0.25)", "float32", [0.0, 0.25, 0.5, 0.75]),
+    ("lib.arange(2**62, 2**62 + 2)", "int64", [2**62, 2**62 + 1]),
+]
+
+
+def _run(lib, call):
+    return eval(call, {"lib": lib, "T": lib.tensor, "np": np})
+
+
+@pytest.mark.parametrize("call, dtype, values", CALLS)
+def test_dtype_and_values(call, dtype, values):
+    out = _run(hf, call)
+    assert out.dtype is getattr(hf, dtype)
+    np.testing.assert_array_equal(out.numpy(), np.array(values, dtype=getattr(hf, dtype).np))
+
+
+@pytest.mark.parametrize("call, dtype, values", CALLS)
+def test_matches_torch(call, dtype, values):
+    torch = pytest.importorskip("torch")
+    try:
+        want = _run(torch, call)
+    except TypeError:  # torch 2.13 refuses arange(1, tensor(4)) in some argument positions
+        pytest.skip("torch refuses this argument form")
+    assert str(want.dtype) == f"torch.{dtype}"
+    np.testing.assert_array_equal(want.numpy(), np.array(values, dtype=getattr(hf, dtype).np))
+
+
+@pytest.mark.parametrize("args", [(0, 5, 0.5), (0, 1, 0.3), (0, -3, -0.5)])
+def test_integer_arange_refuses_a_step_that_truncates_to_zero(args):
+    with pytest.raises(ValueError, match=r"arange: step must be nonzero \(start=0.*step="):
+        hf.arange(*args, dtype=hf.int64)
+    with pytest.raises(ValueError, match="arange: step must be nonzero"):
+        hf.arange(0, 5, 0)
+
+
+def test_arange_refuses_bounds_against_the_step():
+    with pytest.raises(RuntimeError, match="arange: the bounds and the step's sign"):
+        hf.arange(5, 1)
+    with pytest.raises(RuntimeError, match="arange"):
+        hf.arange(0, 3, -1)
+    assert hf.arange(0).shape == (0,)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError):
+        torch.arange(0, 5, 0.5, dtype=torch.int64)
+    with pytest.raises(RuntimeError):
+        torch.arange(5, 1)
+
+
+def test_tensor_of_unsupported_elements_names_them():
+    with pytest.raises(TypeError, match="NoneType"):
+        hf.tensor([1, None])
