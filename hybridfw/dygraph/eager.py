@@ -61,8 +61,12 @@ def _kernel_error(op, exc, args):
     msg = str(exc)
     if not msg.startswith(op.name + ":"):
         msg = f"{op.name}: {msg} (inputs: {shapes})"
-    return type(exc)(msg) if isinstance(exc, (ValueError, TypeError, IndexError,
-                                              RuntimeError)) else RuntimeError(msg)
+    if isinstance(exc, (ValueError, TypeError, IndexError, RuntimeError)):
+        try:  # (the kernel's own class; one whose constructor takes other arguments cannot)
+            return type(exc)(msg)
+        except Exception:  # noqa: BLE001
+            pass
+    return RuntimeError(msg)
 
 
 class EagerInterpreter:
