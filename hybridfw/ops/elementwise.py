@@ -228,12 +228,17 @@ def _sign_infer(a):
     return a.shape, a.dtype, None
 
 
+def _itself(a, out):
+    """``a`` as the kernel's result: a copy, or written into ``out``."""
+    if out is None:
+        return a.copy()
+    out[...] = a
+    return out
+
+
 def _sign_kernel(xp, a, out=None):
     if a.dtype.kind == "b":  # the sign of a bool is itself (numpy has no bool sign)
-        if out is None:
-            return a.copy()
-        out[...] = a
-        return out
+        return _itself(a, out)
     return xp.sign(a, out=out)
 
 
@@ -346,10 +351,7 @@ round_ = register("round", infer=_same_infer, kernel=_round_kernel("rint"), supp
 
 def _trunc_kernel(xp, a, out=None):
     if a.dtype.kind != "f":  # integers and bools are whole already (numpy's trunc makes floats)
-        if out is None:
-            return a.copy()
-        out[...] = a
-        return out
+        return _itself(a, out)
     return xp.trunc(a, out=out)
 
 
