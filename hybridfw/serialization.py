@@ -184,19 +184,28 @@ def save(obj, f=None, *, path=None) -> None:
     if hasattr(path, "write"):
         _write_archive(path, manifest, encoder.arrays)
         return
+    write_atomically(path, lambda f: _write_archive(f, manifest, encoder.arrays), "hf.save")
+
+
+def write_atomically(path, write, who: str) -> None:
+    """Write a file at exactly ``path`` through ``write(binary file)``, atomically: into a
+    temporary file beside it, flushed to disk, then renamed over ``path`` (an interrupted or
+    failed write leaves ``path`` as it was and no temporary file). A new file gets the usual
+    permissions (``0o666`` less the umask), a replaced one keeps its own; a symlink is written
+    through. ``who`` names the caller in errors (a missing directory)."""
     path = os.fspath(path)
     if os.path.islink(path):  # write through a symlink, as open(path, "wb") would
         path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise MissingDirectoryError(f"hf.save: can't save to {path!r}: directory {directory!r} "
-                                "does not exist")
+        raise MissingDirectoryError(f"{who}: can't save to {path!r}: directory {directory!r} "
+                                    "does not exist")
     mode = _new_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
                                dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            _write_archive(f, manifest, encoder.arrays)
+            write(f)
             f.flush()
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())

@@ -19,8 +19,6 @@ Example::
 """
 from __future__ import annotations
 
-import os
-import tempfile
 
 try:
     import onnx
@@ -85,14 +83,5 @@ def _readable_names(program, instance) -> dict:
 
 
 def _write_atomic(model, path) -> None:
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".onnx-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from ..serialization import write_atomically  # (hf.save's: permissions, fsync, errors)
+    write_atomically(path, lambda f: f.write(model.SerializeToString()), "hf.onnx.export")

@@ -177,3 +177,22 @@ def test_reshape_of_a_symbolic_dim(tmp_path):
         got_flat, got_pairs = run_ort(path, x)
         np.testing.assert_array_equal(got_flat, x.reshape(-1, 6) * 2)
         np.testing.assert_array_equal(got_pairs, x.reshape(-1, 2))
+
+
+def test_file_permissions_and_missing_directory(tmp_path):
+    # written as hf.save writes: the usual permissions (not the temporary file's 0600), a
+    # replaced file keeps its own, and a missing directory is named (not the temporary file)
+    model = nn.Linear(3, 2)
+    path = tmp_path / "m.onnx"
+    umask = os.umask(0o022)
+    try:
+        hf.onnx.export(model, path, input_spec=[InputSpec([None, 3])])
+    finally:
+        os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o644
+    os.chmod(path, 0o640)
+    hf.onnx.export(model, path, input_spec=[InputSpec([None, 3])])
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
+    with pytest.raises(FileNotFoundError, match=r"hf.onnx.export: .*nodir.*does not exist"):
+        hf.onnx.export(model, tmp_path / "nodir" / "m.onnx", input_spec=[InputSpec([None, 3])])
