@@ -382,7 +382,15 @@ class _LoopBuilder:
         program = self.program
         self.cond_block, self.cond_args, cond_in = self._block(shapes)
         with build_in(program, self.cond_block):
-            self.flag = to_variable(program, cond_fn(*cond_in))
+            flag = cond_fn(*cond_in)
+            if not isinstance(flag, Variable):  # a constant: the loop would never end (or run)
+                raise TypeError(
+                    f"while_loop: cond_fn returned {flag!r}, a value fixed while the program "
+                    "is built (not computed from the loop variables on each iteration); it "
+                    "must return a bool tensor the program computes, such as a comparison of "
+                    "a loop variable (a Python test of a shape, x.shape[0] < 10, is decided "
+                    "once)")
+            self.flag = to_variable(program, flag)
         _check_flag("while_loop", "cond_fn's result", self.flag)
         self.body_block, self.body_args, body_in = self._block(shapes)
         names = [a.name for a in self.body_args]

@@ -205,3 +205,19 @@ def test_while_errors_name_the_loop_variable():
         with pytest.raises(TypeError, match="loop_vars must be a non-empty list"):
             S.nn.while_loop(lambda: True, lambda: (), [])
     assert len(prog.blocks) == 1
+
+
+def test_while_loop_refuses_a_condition_fixed_while_building():
+    # x.shape[0] < 10 is a Python bool, decided once: as a constant True the program would loop
+    # until memory ran out; eager code re-evaluates it (and stops at 16 rows)
+    def doubling(x):
+        return hf.static.nn.while_loop(lambda x: x.shape[0] < 10,
+                                       lambda x: hf.cat([x, x], 0), [x])
+
+    assert doubling(hf.ones(2, 3))[0].shape == (16, 3)
+    for fixed in (lambda x: x.shape[0] < 10, lambda x: False):
+        prog = hf.static.Program()
+        with pytest.raises(TypeError, match=r"cond_fn returned (True|False), a value fixed"):
+            with hf.static.program_guard(prog):
+                x = hf.static.data("x", [2, 3])
+                hf.static.nn.while_loop(fixed, lambda x: x * 2, [x])
