@@ -109,8 +109,11 @@ class Device:
 _devices: dict = {}
 
 
-def device(spec="cpu", index: int | None = None) -> Device:
-    """Return the interned Device for ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (or a Device)."""
+def device(spec="cpu", index: int | None = None, *, type: str | None = None) -> Device:  # noqa: A002
+    """Return the interned Device for ``'cpu'``, ``'cuda'``, ``'cuda:N'`` (or a Device);
+    ``device(type='cuda', index=1)`` as PyTorch's keywords."""
+    if type is not None:
+        spec = type
     if isinstance(spec, Device):
         return spec
     if not isinstance(spec, str):
@@ -144,8 +147,9 @@ def default_device() -> Device:
 
 
 def set_default_device(spec) -> None:
-    """Make new tensors (factories, ``hf.tensor``) land on this device by default."""
-    _default[0] = device(spec)
+    """Make new tensors (factories, ``hf.tensor``) land on this device by default (``None``:
+    back to the CPU, as PyTorch)."""
+    _default[0] = cpu if spec is None else device(spec)
 
 
 def array_device(arr) -> Device:

@@ -17,21 +17,35 @@ import numpy as np
 
 from .backend import Device, cpu
 
-__all__ = ["manual_seed", "generator", "get_rng_state", "set_rng_state", "initial_seed"]
+__all__ = ["manual_seed", "seed", "generator", "get_rng_state", "set_rng_state", "initial_seed"]
 
 _seed = [0]
 _generators: dict = {}
 
 
 def manual_seed(seed: int) -> None:
-    """Seed every device's generator (existing and future ones)."""
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+    """Seed every device's generator (existing and future ones). As PyTorch, anything ``int()``
+    takes (a float, a 0-d integer tensor) is a seed; a negative one wraps to 64 bits."""
+    if isinstance(seed, (bool, np.bool_)) or isinstance(seed, str):
         raise TypeError(f"manual_seed: seed must be an int, got {seed!r}")
-    _seed[0] = int(seed)
+    try:
+        value = int(seed)
+    except (TypeError, ValueError):
+        raise TypeError(f"manual_seed: seed must be an int, got {seed!r}") from None
+    _seed[0] = value % (1 << 64)  # (numpy's generators take no negative seed)
     _generators.clear()
 
 
+def seed() -> int:
+    """Seed every generator from the operating system's entropy; returns the seed (PyTorch's
+    ``torch.seed``)."""
+    value = int(np.random.SeedSequence().entropy) % (1 << 64)
+    manual_seed(value)
+    return value
+
+
 def initial_seed() -> int:
+    """The seed the generators were last seeded with."""
     return _seed[0]
 
 

@@ -146,3 +146,41 @@ def test_cuda_tensors_ops_backward_and_memory():
     (p.to("cuda") * 3).sum().backward()
     assert p.grad.device == "cpu"
     assert p.grad.tolist() == [3.0, 3.0]
+
+
+def test_device_keywords_and_default_reset():
+    # PyTorch's keywords; set_default_device(None) goes back to the CPU
+    assert hf.device(type="cuda", index=1) is hf.device("cuda:1")
+    assert hf.device(type="cpu") is hf.device("cpu")
+    try:
+        hf.set_default_device("cpu")
+        hf.set_default_device(None)
+        assert hf.zeros(2).device == hf.device("cpu")
+    finally:
+        hf.set_default_device("cpu")
+
+
+def test_seeds_as_pytorch_takes_them():
+    # anything int() takes seeds (a float, a 0-d int tensor); negative seeds wrap to 64 bits;
+    # hf.seed() seeds from the system and returns the seed, initial_seed() reports it
+    draws = []
+    for s in (3, 3.0, hf.tensor(3), np.int64(3)):
+        hf.manual_seed(s)
+        draws.append(hf.rand(4).numpy())
+        assert hf.initial_seed() == 3
+    for d in draws[1:]:
+        np.testing.assert_array_equal(d, draws[0])
+    hf.manual_seed(-1)
+    assert hf.initial_seed() == 2 ** 64 - 1
+    a = hf.rand(3).numpy()
+    hf.manual_seed(2 ** 64 - 1)
+    np.testing.assert_array_equal(hf.rand(3).numpy(), a)
+    s = hf.seed()
+    assert s == hf.initial_seed() and 0 <= s < 2 ** 64
+    b = hf.rand(3).numpy()
+    hf.manual_seed(s)
+    np.testing.assert_array_equal(hf.rand(3).numpy(), b)
+    for bad in ("3", True, None):
+        with pytest.raises(TypeError, match="manual_seed"):
+            hf.manual_seed(bad)
+    hf.manual_seed(0)
