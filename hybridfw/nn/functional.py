@@ -275,6 +275,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got "
                          f"shape {tuple(input.shape)}")
+    _check_norm_dtypes("batch_norm", input, running_mean=running_mean, running_var=running_var,
+                       weight=weight, bias=bias)
     channels = input.shape[1]
     for what, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -312,7 +314,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
         out = out * C.reshape(weight, shape)
     if bias is not None:
         out = out + C.reshape(bias, shape)
-    return out
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
+
+
+def _check_norm_dtypes(name, input, **params):  # noqa: A002
+    """As PyTorch: a floating input; parameters of its dtype, or float32 ones for a float16
+    input (computed in float32, the result in float16); any other mix is a TypeError."""
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{name}: expected a floating-point input, got dtype {input.dtype}")
+    for what, t in params.items():
+        if t is None or t.dtype is input.dtype:
+            continue
+        if input.dtype.name == "float16" and t.dtype.name == "float32":
+            continue
+        raise TypeError(f"{name}: mixed dtypes: input {input.dtype}, {what} {t.dtype}; give "
+                        f"them one dtype (module.to({input.dtype.name}) or input.to(...))")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
@@ -328,6 +344,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         if t is not None and tuple(t.shape) != normalized_shape:
             raise ValueError(f"layer_norm: {what} must have shape {normalized_shape}, got "
                              f"{tuple(t.shape)}")
+    _check_norm_dtypes("layer_norm", input, weight=weight, bias=bias)
     dims = tuple(range(input.ndim - k, input.ndim))
     centered = input - C.mean(input, dims, keepdim=True)
     var = C.mean(centered * centered, dims, keepdim=True)
@@ -336,7 +353,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
 
 
 # --------------------------------------------------------------------------- embedding, pad

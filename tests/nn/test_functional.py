@@ -927,3 +927,22 @@ def test_pad_modes_refuse_what_pytorch_refuses():
     assert F.pad(y, (5, 5), mode="replicate").tolist() == [[[0.0] * 6 + [1, 2] + [3.0] * 6]]
     assert F.pad(y, (-4, 1), mode="replicate").tolist() == [[[3.0]]]
     assert F.pad(y, (-4, 1), mode="reflect").tolist() == [[[2.0]]]
+
+
+def test_norm_layers_keep_float16_and_refuse_mixed_dtypes():
+    # as PyTorch: float16 input with float32 parameters computes in float32 and returns
+    # float16; float64 input with float32 parameters is refused (it silently gave float64)
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float16)
+    ln, bn = hf.nn.LayerNorm(4), hf.nn.BatchNorm1d(4)
+    for layer, ref in ((ln, (x - x.mean(1, keepdims=True, dtype=np.float32))
+                        / np.sqrt(x.var(1, keepdims=True, dtype=np.float32) + 1e-5)),
+                       (bn, (x - x.mean(0, dtype=np.float32))
+                        / np.sqrt(x.var(0, dtype=np.float32) + 1e-5))):
+        out = layer(hf.tensor(x))
+        assert out.dtype == hf.float16
+        np.testing.assert_allclose(out.detach().numpy().astype(np.float32), ref, atol=4e-3)
+        with pytest.raises(TypeError, match="mixed dtypes: input hybridfw.float64"):
+            layer(hf.tensor(x.astype(np.float64)))
+        with pytest.raises(TypeError, match="floating-point input"):
+            layer(hf.tensor(x.astype(np.int64)))
+    assert bn.running_mean.dtype == hf.float32
