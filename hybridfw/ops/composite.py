@@ -336,6 +336,11 @@ def split(tensor, split_size_or_sections, dim: int = 0):
     _check_not_0d("split", x)
     d = normalize_dim("split", dim, x.ndim)
     n = x.shape[d]
+    if n == -1:  # the number of pieces is the program's structure: it must be known
+        raise ValueError(f"split: dim {d} of the input of shape {tuple(x.shape)} is only known "
+                         "when the program runs (an InputSpec None dim), so the pieces are not "
+                         "(their number, or that the sections add up to it); split along a dim "
+                         "of fixed size, or give that dim a fixed size in the InputSpec")
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size <= 0:
@@ -360,6 +365,10 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     _check_not_0d("chunk", x)
     d = normalize_dim("chunk", dim, x.ndim)
+    if x.shape[d] == -1:
+        raise ValueError(f"chunk: dim {d} of the input of shape {tuple(x.shape)} is only known "
+                         "when the program runs (an InputSpec None dim), so the pieces are not; "
+                         "chunk along a dim of fixed size")
     size = -(-x.shape[d] // chunks) if x.shape[d] else 1
     return split(x, size, d)
 

@@ -1655,3 +1655,23 @@ def test_parameters_of_the_untaken_branch_get_no_gradient():
         f(x, y).sum().backward()
         assert x.grad.tolist() == [2.0, 2.0]
         assert (y.grad if y.grad is None else y.grad.tolist()) == y_grad
+
+
+def test_split_along_a_dim_known_only_at_run_time_is_refused_clearly():
+    def first_piece(x):
+        return hf.split(x, 1, 0)[0]
+
+    def first_chunk(x):
+        return hf.chunk(x, 2, 0)[0]
+
+    spec = [hf.jit.InputSpec([None, 4])]
+    for fn, name in ((first_piece, "split"), (first_chunk, "chunk")):
+        with pytest.raises(ValueError, match=rf"{name}: dim 0 of the input of shape \(-1, 4\)"):
+            hf.jit.to_static(fn, input_spec=spec)(hf.ones(3, 4))
+    # along a dim of fixed size it works
+    def second_half(x):
+        return hf.split(x, 2, 1)[1]
+
+    x = hf.tensor(np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    out = hf.jit.to_static(second_half, input_spec=spec)(x)
+    np.testing.assert_array_equal(out.numpy(), x.numpy()[:, 2:])
