@@ -9,6 +9,7 @@ import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
 from . import composite as C
+from . import composite_compare as Q
 from . import composite_extra as X
 from . import elementwise as E
 from . import indexing as I
@@ -167,6 +168,45 @@ class TensorMethods(TensorLike):
     def __ge__(self, other):
         return apply(E.ge, self, other)
 
+    def eq(self, other):
+        return apply(E.eq, self, other)
+
+    def ne(self, other):
+        return apply(E.ne, self, other)
+
+    def lt(self, other):
+        return apply(E.lt, self, other)
+
+    def le(self, other):
+        return apply(E.le, self, other)
+
+    def gt(self, other):
+        return apply(E.gt, self, other)
+
+    def ge(self, other):
+        return apply(E.ge, self, other)
+
+    def logical_and(self, other):
+        return Q.logical_and(self, other)
+
+    def logical_or(self, other):
+        return Q.logical_or(self, other)
+
+    def logical_xor(self, other):
+        return Q.logical_xor(self, other)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return Q.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+        return bool(Q.isclose(self, other, rtol, atol, equal_nan).all())
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        return Q.nan_to_num(self, nan, posinf, neginf)
+
+    def count_nonzero(self, dim=None):
+        return Q.count_nonzero(self, dim)
+
     # ---- indexing ---------------------------------------------------------------------------
     def __getitem__(self, index):
         spec, tensors = I.parse_index(index, self._to_tensor)
@@ -311,6 +351,12 @@ class TensorMethods(TensorLike):
         return C.clamp(self, min, max)
 
     clip = clamp
+
+    def clamp_min(self, min):  # noqa: A002
+        return C.clamp(self, min=min)
+
+    def clamp_max(self, max):  # noqa: A002
+        return C.clamp(self, max=max)
 
     def maximum(self, other):
         return apply(E.maximum, self, other)
@@ -515,6 +561,12 @@ class TensorMethods(TensorLike):
         for s in self.shape:
             n *= s
         return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        """Bytes per element of this dtype."""
+        return self.dtype.itemsize
 
     def clone(self):
         """A copy with its own storage (differentiable)."""
