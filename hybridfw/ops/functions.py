@@ -15,6 +15,7 @@ from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, f
                               masked_select, movedim, nansum, roll, swapaxes, tile, tril, triu,
                               unbind)
 from .registry import apply
+from .sorting import argsort, msort, randperm, sort, topk
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
            "clip", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
@@ -31,7 +32,8 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "broadcast_shapes", "broadcast_tensors", "flip", "fmax", "fmin", "masked_select",
            "movedim", "nansum", "roll", "swapaxes", "tile", "tril", "triu", "unbind",
            "clamp_max", "clamp_min", "count_nonzero", "isclose", "logical_and", "logical_or",
-           "logical_xor", "nan_to_num", "clone", "t"]
+           "logical_xor", "nan_to_num", "clone", "t", "argsort", "msort", "randperm", "sort",
+           "topk"]
 
 clip = clamp
 concat = concatenate = cat

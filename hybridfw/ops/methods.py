@@ -15,6 +15,7 @@ from . import elementwise as E
 from . import indexing as I
 from . import linalg as L
 from . import reduction as R
+from . import sorting as O
 from .registry import TensorLike, _get_current, apply, apply_inplace
 
 __all__ = ["TensorMethods"]
@@ -440,6 +441,18 @@ class TensorMethods(TensorLike):
 
     def any(self, dim=None, keepdim=False):
         return C.any(self, dim, keepdim)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        return O.sort(self, dim, descending, stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return O.argsort(self, dim, descending, stable)
+
+    def msort(self):
+        return O.msort(self)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+        return O.topk(self, k, dim, largest, sorted)
 
     # ---- shape ------------------------------------------------------------------------------
     def reshape(self, *sizes, shape=None):
