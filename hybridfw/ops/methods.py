@@ -11,6 +11,7 @@ from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, i
 from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
+from . import composite_matrix as M
 from . import elementwise as E
 from . import indexing as I
 from . import linalg as L
@@ -388,6 +389,18 @@ class TensorMethods(TensorLike):
 
     def outer(self, vec2):
         return C.outer(self, vec2)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return M.diagonal(self, offset, dim1, dim2)
+
+    def trace(self):
+        return M.trace(self)
+
+    def diag(self, diagonal=0):
+        return M.diag(self, diagonal)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return M.norm(self, p, dim, keepdim, dtype)
 
     def masked_fill(self, mask, value):
         return C.masked_fill(self, mask, value)
