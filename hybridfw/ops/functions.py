@@ -11,6 +11,8 @@ from .composite import (abs, all, any, argmax, argmin, bmm, broadcast_to, cat, c
                         std, sum, transpose, unsqueeze, var, where)
 from .composite_compare import (clamp_max, clamp_min, count_nonzero, isclose, logical_and,
                                 logical_or, logical_xor, nan_to_num)
+from .composite_math import (addcdiv, addcmul, bernoulli, diff, fmod, hypot, lerp, logaddexp,
+                             meshgrid, normal, repeat_interleave)
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
                               masked_select, movedim, nansum, roll, swapaxes, tile, tril, triu,
@@ -34,7 +36,9 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "movedim", "nansum", "roll", "swapaxes", "tile", "tril", "triu", "unbind",
            "clamp_max", "clamp_min", "count_nonzero", "isclose", "logical_and", "logical_or",
            "logical_xor", "nan_to_num", "clone", "t", "argsort", "msort", "randperm", "sort",
-           "topk", "diag", "diagonal", "norm", "trace"]
+           "topk", "diag", "diagonal", "norm", "trace", "addcdiv", "addcmul", "bernoulli",
+           "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
+           "repeat_interleave"]
 
 clip = clamp
 concat = concatenate = cat

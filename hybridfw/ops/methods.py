@@ -11,6 +11,7 @@ from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, i
 from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
+from . import composite_math as A
 from . import composite_matrix as M
 from . import elementwise as E
 from . import indexing as I
@@ -389,6 +390,33 @@ class TensorMethods(TensorLike):
 
     def outer(self, vec2):
         return C.outer(self, vec2)
+
+    def lerp(self, end, weight):
+        return A.lerp(self, end, weight)
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        return A.addcmul(self, tensor1, tensor2, value=value)
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        return A.addcdiv(self, tensor1, tensor2, value=value)
+
+    def logaddexp(self, other):
+        return A.logaddexp(self, other)
+
+    def hypot(self, other):
+        return A.hypot(self, other)
+
+    def fmod(self, other):
+        return A.fmod(self, other)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        return A.diff(self, n, dim, prepend, append)
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        return A.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def bernoulli(self, p=None, *, generator=None):
+        return A.bernoulli(self, p, generator=generator)
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         return M.diagonal(self, offset, dim1, dim2)
