@@ -12,6 +12,7 @@ from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
 from . import composite_math as A
+from . import creation as K
 from . import composite_matrix as M
 from . import elementwise as E
 from . import indexing as I
@@ -707,6 +708,44 @@ class TensorMethods(TensorLike):
 
     def clamp_(self, min=None, max=None):  # noqa: A002
         return apply_inplace(E.clamp, self, self, min=min, max=max)
+
+    def abs_(self):
+        return apply_inplace(E.abs_, self, self)
+
+    def exp_(self):
+        return apply_inplace(E.exp, self, self)
+
+    def sqrt_(self):
+        return apply_inplace(E.sqrt, self, self)
+
+    def uniform_(self, *args, generator=None, **bounds):
+        """In place: samples of U(from, to) (default U(0, 1)), seeded by ``hf.manual_seed``;
+        called ``uniform_(0.0, 1.0)`` or ``uniform_(**{'from': 0.0, 'to': 1.0})``."""
+        names = ("from", "to")
+        if len(args) > 2 or set(bounds) - set(names):
+            raise TypeError(f"uniform_: takes (from=0, to=1), got {args} and {bounds}")
+        low, high = (list(args) + [bounds.get(n, d) for n, d in
+                                   zip(names, (0.0, 1.0))][len(args):])[:2]
+        return self._random_fill_("uniform_", generator, K.uniform, low=float(low),
+                                  high=float(high))
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """In place: samples of N(mean, std**2), seeded by ``hf.manual_seed``."""
+        if std < 0:
+            raise ValueError(f"normal_: std must be >= 0, got {std}")
+        return self._random_fill_("normal_", generator, K.normal, mean=float(mean),
+                                  std=float(std))
+
+    def _random_fill_(self, name, generator, op, **params):
+        if generator is not None:
+            raise ValueError(f"{name}: generator is not supported; seed with hf.manual_seed")
+        if not self.dtype.is_floating_point:
+            raise TypeError(f"{name}: expects a floating point tensor, got dtype {self.dtype}")
+        shape = tuple(self.shape)
+        draw = apply(op, self, dtype=self.dtype, device=str(self.device), **params) \
+            if -1 in shape else apply(op, shape=shape, dtype=self.dtype,
+                                      device=str(self.device), **params)
+        return apply_inplace(I.index_put, self, self, draw, spec=(("ellipsis",),))
 
     def copy_(self, src):
         if isinstance(src, TensorLike) and src.dtype is not self.dtype:
