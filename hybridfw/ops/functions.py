@@ -38,7 +38,7 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "logical_xor", "nan_to_num", "clone", "t", "argsort", "msort", "randperm", "sort",
            "topk", "diag", "diagonal", "norm", "trace", "addcdiv", "addcmul", "bernoulli",
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
-           "repeat_interleave"]
+           "repeat_interleave", "atan2", "arctan2"]
 
 clip = clamp
 concat = concatenate = cat
@@ -113,6 +113,7 @@ mul = _binary(E.mul, "mul")
 div = _binary(E.div, "div")
 floor_divide = _binary(E.floor_divide, "floor_divide")
 remainder = _binary(E.remainder, "remainder")
+atan2 = arctan2 = _binary(E.atan2, "atan2")
 eq = _binary(E.eq, "eq")
 ne = _binary(E.ne, "ne")
 lt = _binary(E.lt, "lt")

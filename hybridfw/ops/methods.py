@@ -295,6 +295,11 @@ class TensorMethods(TensorLike):
     def atan(self):
         return apply(E.atan, self)
 
+    def atan2(self, other):
+        return apply(E.atan2, self, other)
+
+    arctan2 = atan2
+
     def asin(self):
         return apply(E.asin, self)
 
