@@ -5,7 +5,6 @@ no gradient rules and run in eager and static code alike.
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 from ..dtypes import bool_
@@ -63,7 +62,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
 
 def logaddexp(input, other):  # noqa: A002
     """``log(exp(input) + exp(other))`` without overflow: ``max + log1p(exp(-|a - b|))``;
-    equal arguments (infinities included) give ``a + log(2)``.
+    two equal infinities give themselves.
 
     >>> round(hf.logaddexp(hf.tensor(1000.0), hf.tensor(1000.0)).item(), 3)
     1000.693
@@ -72,7 +71,10 @@ def logaddexp(input, other):  # noqa: A002
     top = apply(E.maximum, a, b)
     spread = apply(E.neg, apply(E.abs_, a - b))
     value = top + apply(E.log1p, apply(E.exp, spread))
-    return apply(E.where, apply(E.eq, a, b), a + math.log(2.0), value)
+    # equal infinities: a - b is NaN there; finite ties stay on the formula, whose gradient
+    # splits evenly (maximum's tie rule), as PyTorch's 0.5 each
+    same_infinity = apply(E.bitwise_and, apply(E.eq, a, b), apply(E.isinf, top))
+    return apply(E.where, same_infinity, top, value)
 
 
 def hypot(input, other):  # noqa: A002

@@ -114,6 +114,15 @@ def test_to_static():
     np.testing.assert_allclose(f(hf.tensor(a), hf.tensor(b)).numpy(), expected, rtol=1e-12)
 
 
+def test_logaddexp_gradient_at_ties_splits_evenly():
+    a = hf.tensor([2.0, 0.0], requires_grad=True)
+    b = hf.tensor([2.0, 1.0], requires_grad=True)
+    hf.logaddexp(a, b).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [0.5, 1 / (1 + np.e)], rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), [0.5, np.e / (1 + np.e)], rtol=1e-6)
+    assert hf.logaddexp(a, b).tolist() == pytest.approx([2 + np.log(2), np.logaddexp(0, 1)])
+
+
 def test_meshgrid_default_warns_and_is_ij():
     with pytest.warns(UserWarning, match="indexing"):
         x, y = hf.meshgrid(hf.arange(2), hf.arange(3))
