@@ -307,6 +307,20 @@ sinh = register("sinh", infer=_float_unary_infer, kernel=_ufunc_kernel("sinh"), 
 cosh = register("cosh", infer=_float_unary_infer, kernel=_ufunc_kernel("cosh"), supports_out=True,
                 save=(0,), vjp=(lambda g, out, a: g * apply(sinh, a),))
 
+# atan2(y, x): the angle of the point (x, y), in (-pi, pi]; a primitive because the composite
+# atan(y / x) with quadrant fixes rounds y / x and loses signed zeros.
+def _atan2_infer(a, b):
+    # every operand cast to the float result: numpy's arctan2 of bools computes in float16
+    dt = float_result(result_type(a, b))
+    cast = any(isinstance(x, TensorLike) and x.dtype is not dt for x in (a, b))
+    return _binary_shape("atan2", a, b), dt, dt if cast else None
+
+
+atan2 = register("atan2", infer=_atan2_infer, kernel=_ufunc_kernel("arctan2"),
+                 supports_out=True, save=(0, 1),
+                 vjp=(lambda g, out, a, b: g * b / (a * a + b * b),
+                      lambda g, out, a, b: -g * a / (a * a + b * b)))
+
 
 def _sigmoid_kernel(xp, a, out=None):
     # 1/(1+exp(-a)) overflows exp for a << 0; 0.5*tanh(a/2)+0.5 is exact and finite everywhere.
@@ -519,6 +533,21 @@ def _onnx_trunc(ctx, a):
     return ctx.node("Mul", [ctx.node("Sign", [x]), ctx.node("Floor", [ctx.node("Abs", [x])])])
 
 
+def _onnx_atan2(ctx, a, b):
+    # ONNX has no Atan2: atan(y / x), shifted by +-pi left of the y axis, 0 at the origin
+    # (the sign of a zero y left of the origin is not kept: +pi where numpy gives -pi for -0.0;
+    # both operands infinite give NaN where numpy gives an odd multiple of pi/4)
+    dt = ctx.out.dtype
+    y, x = ctx.operand(0, dt), ctx.operand(1, dt)
+    zero, pi = ctx.const(0, dt), ctx.const(math.pi, dt)
+    base = ctx.node("Atan", [ctx.node("Div", [y, x])])
+    half_turn = ctx.node("Where", [ctx.node("Less", [y, zero]), ctx.node("Neg", [pi]), pi])
+    shifted = ctx.node("Add", [base, ctx.node("Where", [ctx.node("Less", [x, zero]), half_turn,
+                                                         zero])])
+    origin = ctx.node("And", [ctx.node("Equal", [x, zero]), ctx.node("Equal", [y, zero])])
+    return ctx.node("Where", [origin, zero, shifted])
+
+
 def _onnx_clamp(ctx, a, *, min=None, max=None):  # noqa: A002
     dt = ctx.out.dtype
     bounds = ["" if v is None else ctx.const(v, dt) for v in (min, max)]
@@ -558,4 +587,5 @@ onnx_rules(
     tan=_onnx_unary_float("Tan"), atan=_onnx_unary_float("Atan"),
     asin=_onnx_unary_float("Asin"), acos=_onnx_unary_float("Acos"),
     sinh=_onnx_unary_float("Sinh"), cosh=_onnx_unary_float("Cosh"), trunc=_onnx_trunc,
+    atan2=_onnx_atan2,
 )

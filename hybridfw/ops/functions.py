@@ -9,10 +9,16 @@ from .composite import (abs, all, any, argmax, argmin, bmm, broadcast_to, cat, c
                         masked_fill, matmul, max, maximum, mean, min, minimum, mm, mv, narrow,
                         nonzero, outer, permute, pow, prod, reshape, round, split, squeeze, stack,
                         std, sum, transpose, unsqueeze, var, where)
+from .composite_compare import (clamp_max, clamp_min, count_nonzero, isclose, logical_and,
+                                logical_or, logical_xor, nan_to_num)
+from .composite_math import (addcdiv, addcmul, bernoulli, diff, fmod, hypot, lerp, logaddexp,
+                             meshgrid, normal, repeat_interleave)
+from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
                               masked_select, movedim, nansum, roll, swapaxes, tile, tril, triu,
                               unbind)
 from .registry import apply
+from .sorting import argsort, msort, randperm, sort, topk
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
            "clip", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
@@ -27,7 +33,12 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "mm", "bmm", "mv", "dot", "outer", "reciprocal", "log2", "log10", "exp2", "expm1",
            "tan", "atan", "asin", "acos", "sinh", "cosh", "trunc", "frac", "erf",
            "broadcast_shapes", "broadcast_tensors", "flip", "fmax", "fmin", "masked_select",
-           "movedim", "nansum", "roll", "swapaxes", "tile", "tril", "triu", "unbind"]
+           "movedim", "nansum", "roll", "swapaxes", "tile", "tril", "triu", "unbind",
+           "clamp_max", "clamp_min", "count_nonzero", "isclose", "logical_and", "logical_or",
+           "logical_xor", "nan_to_num", "clone", "t", "argsort", "msort", "randperm", "sort",
+           "topk", "diag", "diagonal", "norm", "trace", "addcdiv", "addcmul", "bernoulli",
+           "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
+           "repeat_interleave", "atan2", "arctan2"]
 
 clip = clamp
 concat = concatenate = cat
@@ -102,6 +113,7 @@ mul = _binary(E.mul, "mul")
 div = _binary(E.div, "div")
 floor_divide = _binary(E.floor_divide, "floor_divide")
 remainder = _binary(E.remainder, "remainder")
+atan2 = arctan2 = _binary(E.atan2, "atan2")
 eq = _binary(E.eq, "eq")
 ne = _binary(E.ne, "ne")
 lt = _binary(E.lt, "lt")
@@ -150,12 +162,18 @@ def numel(input) -> int:  # noqa: A002
 
 def allclose(input, other, rtol: float = 1e-5, atol: float = 1e-8,  # noqa: A002
              equal_nan: bool = False) -> bool:
-    """Whether ``|input - other| <= atol + rtol * |other|`` everywhere (a Python bool)."""
-    diff = apply(E.abs_, input - other)
-    ok = diff <= atol + rtol * apply(E.abs_, other)
-    if equal_nan:
-        ok = ok | (apply(E.isnan, input) & apply(E.isnan, other))
-    return bool(ok.all())
+    """Whether :func:`isclose` holds everywhere (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def clone(input):  # noqa: A002
+    """A copy with its own storage (differentiable), as ``input.clone()``."""
+    return input.clone()
+
+
+def t(input):  # noqa: A002
+    """The transpose of a matrix (a tensor of 0 or 1 dims as it is), as ``input.t()``."""
+    return input.t()
 
 
 def equal(input, other) -> bool:  # noqa: A002

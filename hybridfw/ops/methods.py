@@ -9,11 +9,16 @@ import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
 from . import composite as C
+from . import composite_compare as Q
 from . import composite_extra as X
+from . import composite_math as A
+from . import creation as K
+from . import composite_matrix as M
 from . import elementwise as E
 from . import indexing as I
 from . import linalg as L
 from . import reduction as R
+from . import sorting as O
 from .registry import TensorLike, _get_current, apply, apply_inplace
 
 __all__ = ["TensorMethods"]
@@ -167,6 +172,45 @@ class TensorMethods(TensorLike):
     def __ge__(self, other):
         return apply(E.ge, self, other)
 
+    def eq(self, other):
+        return apply(E.eq, self, other)
+
+    def ne(self, other):
+        return apply(E.ne, self, other)
+
+    def lt(self, other):
+        return apply(E.lt, self, other)
+
+    def le(self, other):
+        return apply(E.le, self, other)
+
+    def gt(self, other):
+        return apply(E.gt, self, other)
+
+    def ge(self, other):
+        return apply(E.ge, self, other)
+
+    def logical_and(self, other):
+        return Q.logical_and(self, other)
+
+    def logical_or(self, other):
+        return Q.logical_or(self, other)
+
+    def logical_xor(self, other):
+        return Q.logical_xor(self, other)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return Q.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+        return bool(Q.isclose(self, other, rtol, atol, equal_nan).all())
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        return Q.nan_to_num(self, nan, posinf, neginf)
+
+    def count_nonzero(self, dim=None):
+        return Q.count_nonzero(self, dim)
+
     # ---- indexing ---------------------------------------------------------------------------
     def __getitem__(self, index):
         spec, tensors = I.parse_index(index, self._to_tensor)
@@ -251,6 +295,11 @@ class TensorMethods(TensorLike):
     def atan(self):
         return apply(E.atan, self)
 
+    def atan2(self, other):
+        return apply(E.atan2, self, other)
+
+    arctan2 = atan2
+
     def asin(self):
         return apply(E.asin, self)
 
@@ -312,6 +361,12 @@ class TensorMethods(TensorLike):
 
     clip = clamp
 
+    def clamp_min(self, min):  # noqa: A002
+        return C.clamp(self, min=min)
+
+    def clamp_max(self, max):  # noqa: A002
+        return C.clamp(self, max=max)
+
     def maximum(self, other):
         return apply(E.maximum, self, other)
 
@@ -341,6 +396,45 @@ class TensorMethods(TensorLike):
 
     def outer(self, vec2):
         return C.outer(self, vec2)
+
+    def lerp(self, end, weight):
+        return A.lerp(self, end, weight)
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        return A.addcmul(self, tensor1, tensor2, value=value)
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        return A.addcdiv(self, tensor1, tensor2, value=value)
+
+    def logaddexp(self, other):
+        return A.logaddexp(self, other)
+
+    def hypot(self, other):
+        return A.hypot(self, other)
+
+    def fmod(self, other):
+        return A.fmod(self, other)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        return A.diff(self, n, dim, prepend, append)
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        return A.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def bernoulli(self, p=None, *, generator=None):
+        return A.bernoulli(self, p, generator=generator)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return M.diagonal(self, offset, dim1, dim2)
+
+    def trace(self):
+        return M.trace(self)
+
+    def diag(self, diagonal=0):
+        return M.diag(self, diagonal)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return M.norm(self, p, dim, keepdim, dtype)
 
     def masked_fill(self, mask, value):
         return C.masked_fill(self, mask, value)
@@ -394,6 +488,18 @@ class TensorMethods(TensorLike):
 
     def any(self, dim=None, keepdim=False):
         return C.any(self, dim, keepdim)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        return O.sort(self, dim, descending, stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return O.argsort(self, dim, descending, stable)
+
+    def msort(self):
+        return O.msort(self)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+        return O.topk(self, k, dim, largest, sorted)
 
     # ---- shape ------------------------------------------------------------------------------
     def reshape(self, *sizes, shape=None):
@@ -516,6 +622,12 @@ class TensorMethods(TensorLike):
             n *= s
         return n
 
+    nelement = numel
+
+    def element_size(self) -> int:
+        """Bytes per element of this dtype."""
+        return self.dtype.itemsize
+
     def clone(self):
         """A copy with its own storage (differentiable)."""
         return apply(E.copy, self)
@@ -601,6 +713,44 @@ class TensorMethods(TensorLike):
 
     def clamp_(self, min=None, max=None):  # noqa: A002
         return apply_inplace(E.clamp, self, self, min=min, max=max)
+
+    def abs_(self):
+        return apply_inplace(E.abs_, self, self)
+
+    def exp_(self):
+        return apply_inplace(E.exp, self, self)
+
+    def sqrt_(self):
+        return apply_inplace(E.sqrt, self, self)
+
+    def uniform_(self, *args, generator=None, **bounds):
+        """In place: samples of U(from, to) (default U(0, 1)), seeded by ``hf.manual_seed``;
+        called ``uniform_(0.0, 1.0)`` or ``uniform_(**{'from': 0.0, 'to': 1.0})``."""
+        names = ("from", "to")
+        if len(args) > 2 or set(bounds) - set(names):
+            raise TypeError(f"uniform_: takes (from=0, to=1), got {args} and {bounds}")
+        low, high = (list(args) + [bounds.get(n, d) for n, d in
+                                   zip(names, (0.0, 1.0))][len(args):])[:2]
+        return self._random_fill_("uniform_", generator, K.uniform, low=float(low),
+                                  high=float(high))
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """In place: samples of N(mean, std**2), seeded by ``hf.manual_seed``."""
+        if std < 0:
+            raise ValueError(f"normal_: std must be >= 0, got {std}")
+        return self._random_fill_("normal_", generator, K.normal, mean=float(mean),
+                                  std=float(std))
+
+    def _random_fill_(self, name, generator, op, **params):
+        if generator is not None:
+            raise ValueError(f"{name}: generator is not supported; seed with hf.manual_seed")
+        if not self.dtype.is_floating_point:
+            raise TypeError(f"{name}: expects a floating point tensor, got dtype {self.dtype}")
+        shape = tuple(self.shape)
+        draw = apply(op, self, dtype=self.dtype, device=str(self.device), **params) \
+            if -1 in shape else apply(op, shape=shape, dtype=self.dtype,
+                                      device=str(self.device), **params)
+        return apply_inplace(I.index_put, self, self, draw, spec=(("ellipsis",),))
 
     def copy_(self, src):
         if isinstance(src, TensorLike) and src.dtype is not self.dtype:

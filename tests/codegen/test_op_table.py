@@ -23,7 +23,8 @@ UNARY = ("neg", "sign", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "c
          "bitwise_not", "copy", "log2", "log10", "exp2", "expm1", "tan", "atan", "asin", "acos",
          "sinh", "cosh", "trunc")
 BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
-          "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor")
+          "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+          "atan2")
 
 
 def test_every_elementwise_rule_is_covered():
