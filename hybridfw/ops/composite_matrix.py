@@ -122,5 +122,14 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     if p == 1:
         return C.sum(a, dims, keepdim)
     if p == 2:
-        return apply(E.sqrt, C.sum(x * x, dims, keepdim))
-    return apply(E.pow_, C.sum(apply(E.pow_, a, float(p)), dims, keepdim), 1.0 / p)
+        return _root_or_zero(C.sum(x * x, dims, keepdim), lambda s: apply(E.sqrt, s))
+    return _root_or_zero(C.sum(apply(E.pow_, a, float(p)), dims, keepdim),
+                         lambda s: apply(E.pow_, s, 1.0 / p))
+
+
+def _root_or_zero(total, root):
+    """``root(total)``, whose gradient at a zero total is 0 (PyTorch's subgradient of a norm at
+    0), not the NaN of inf * 0: the root reads 1 where the total is 0, and ``where`` passes
+    no gradient to the branch it did not pick."""
+    nonzero = apply(E.ne, total, 0)
+    return apply(E.where, nonzero, root(apply(E.where, nonzero, total, 1.0)), 0.0)

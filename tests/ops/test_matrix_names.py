@@ -124,3 +124,14 @@ def test_errors():
         hf.norm(hf.tensor([1, 2]))
     with pytest.raises(ValueError, match="norm.*nuc"):
         hf.norm(hf.zeros(2, 2), "nuc")
+
+
+@pytest.mark.parametrize("p", [2, "fro", 3, 1.5])
+def test_norm_gradient_at_zero_is_zero(p):
+    # PyTorch's subgradient at 0 (a root's inf times the zero input was NaN); elsewhere x/|x|
+    x = hf.zeros(3, requires_grad=True)
+    hf.norm(x, p).backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    rows = hf.tensor([[0.0, 0.0], [3.0, 4.0]], requires_grad=True)
+    hf.norm(rows, 2, dim=1).sum().backward()
+    np.testing.assert_allclose(rows.grad.numpy(), [[0.0, 0.0], [0.6, 0.8]], rtol=1e-6)
