@@ -42,6 +42,7 @@ def _argsort_kernel(xp, a, *, dim, descending):
     # Descending and stable without negating (wrong for unsigned, bools and NaN): sort the
     # reversed data ascending (ties then in reversed order), reverse that order and map the
     # positions back: largest (NaN) first, ties in their original order.
+    dim %= a.ndim  # (a negative dim would reverse another axis below)
     n = a.shape[dim]
     reverse = (slice(None),) * dim + (slice(None, None, -1),)
     order = _stable_argsort(xp, a[reverse], dim)[reverse]

@@ -137,3 +137,14 @@ def test_onnx_export_matches_eager(tmp_path):
     session = ort.InferenceSession(str(tmp_path / "sort.onnx"))
     (got,) = session.run(None, {session.get_inputs()[0].name: a})
     np.testing.assert_array_equal(got, f(hf.tensor(a)).numpy())
+
+
+def test_argsort_primitive_takes_a_negative_dim():
+    # the primitive itself (a program may hold it with dim=-1): the same order as dim=ndim-1
+    from hybridfw.ops.registry import apply
+    from hybridfw.ops.sorting import argsort_op
+    x = hf.tensor(np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], dtype=np.float32))
+    for descending in (False, True):
+        got = apply(argsort_op, x, dim=-1, descending=descending).tolist()
+        assert got == apply(argsort_op, x, dim=1, descending=descending).tolist()
+    assert apply(argsort_op, x, dim=-1, descending=True).tolist() == [[0, 2, 1], [1, 2, 0]]
