@@ -141,8 +141,7 @@ def repeat_interleave(input, repeats: int, dim: int | None = None, *,  # noqa: A
         if repeats.ndim == 0 or tuple(repeats.shape) == (1,):
             repeats = int(repeats.reshape(()).item())
         else:
-            raise NotImplementedError("repeat_interleave: a tensor of per-element repeats is "
-                                      "not supported; give an int")
+            return _repeat_each(input, repeats, dim)
     if not isinstance(repeats, int) or repeats < 0:
         raise ValueError(f"repeat_interleave: repeats must be a non-negative int, got "
                          f"{repeats!r}")
@@ -156,6 +155,34 @@ def repeat_interleave(input, repeats: int, dim: int | None = None, *,  # noqa: A
     shape = tuple(x.shape)
     wide = C.broadcast_to(C.unsqueeze(x, d + 1), shape[:d + 1] + (repeats,) + shape[d + 1:])
     return C.reshape(wide, shape[:d] + (shape[d] * repeats,) + shape[d + 1:])
+
+
+def _repeat_each(input, repeats, dim):  # noqa: A002
+    """``repeat_interleave`` with a 1-d tensor of per-element repeats: element ``i`` ``repeats[i]``
+    times; the result's size is their sum, so their values must be known (eager, or constants
+    of a program), as PyTorch's output_size-less form needs them. An ``index_select`` by the
+    repeated positions: differentiable."""
+    x = C.flatten(input) if dim is None else input
+    d = 0 if dim is None else normalize_dim("repeat_interleave", dim, x.ndim)
+    if repeats.ndim != 1 or repeats.dtype.category != 1:
+        raise TypeError(f"repeat_interleave: repeats must be an int or a 1-d integer tensor, "
+                        f"got shape {tuple(repeats.shape)} and dtype {repeats.dtype}")
+    values = getattr(repeats, "_data", None)  # (an eager tensor's array; a program value has none)
+    if values is None:  # a value the program computes: the result's size is not known
+        raise ValueError("repeat_interleave: per-element repeats computed by the program make "
+                         "the result's size known only when it runs; give an int, or repeats "
+                         "known while building it")
+    import numpy as np
+    counts = np.asarray(values.get() if hasattr(values, "get") else values)
+    if counts.shape[0] != x.shape[d]:
+        raise ValueError(f"repeat_interleave: {counts.shape[0]} repeats for dim {d} of size "
+                         f"{x.shape[d]} (shape {tuple(x.shape)})")
+    if (counts < 0).any():
+        raise ValueError(f"repeat_interleave: repeats must be non-negative, got "
+                         f"{counts.tolist()}")
+    positions = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
+    spec = (("slice", None, None, None),) * d + (("tensor",),)
+    return apply(I.getitem, x, positions, spec=spec)  # (the array becomes the index tensor)
 
 
 def meshgrid(*tensors, indexing: str | None = None) -> tuple:

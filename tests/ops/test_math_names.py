@@ -47,6 +47,9 @@ CALLS = [
     ("i.repeat_interleave(3, dim=1)", np.repeat(I, 3, 1)),
     ("lib.repeat_interleave(a, 2, dim=-2)", np.repeat(A, 2, 0)),
     ("lib.repeat_interleave(lib.tensor(5), 3)", [5, 5, 5]),
+    ("lib.repeat_interleave(i, lib.tensor([0, 2, 1, 3]), dim=1)", np.repeat(I, [0, 2, 1, 3], 1)),
+    ("a.repeat_interleave(lib.tensor([2, 1]), dim=0)", np.repeat(A, [2, 1], 0)),
+    ("lib.repeat_interleave(w, lib.tensor([1, 0, 0, 2]))", np.repeat(W, [1, 0, 0, 2])),
     ("lib.stack(lib.meshgrid(b[0], w[:3], indexing='ij'))",
      np.stack(np.meshgrid(B[0], W[:3], indexing="ij"))),
     ("lib.stack(lib.meshgrid(j, j[:3], j[:2], indexing='xy'))",
@@ -223,3 +226,30 @@ def test_atan2_onnx(tmp_path):
     ys, xs = QUADRANTS_Y[keep].astype(np.float32), QUADRANTS_X[keep].astype(np.float32)
     (got,) = session.run(None, dict(zip(names, (ys, xs))))
     np.testing.assert_allclose(got, np.arctan2(ys, xs), rtol=1e-6)
+
+
+def test_repeat_interleave_per_element_gradient_and_errors():
+    # each row's gradient is the sum over its copies (by hand)
+    x = hf.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = hf.repeat_interleave(x, hf.tensor([1, 2]), dim=0)
+    (y * hf.arange(6.0).reshape(3, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0], [6.0, 8.0]]
+    with pytest.raises(ValueError, match="3 repeats for dim 0 of size 2"):
+        hf.repeat_interleave(x, hf.tensor([1, 2, 3]), dim=0)
+    with pytest.raises(ValueError, match="non-negative"):
+        hf.repeat_interleave(x, hf.tensor([1, -1]), dim=0)
+    with pytest.raises(TypeError, match="1-d integer tensor"):
+        hf.repeat_interleave(x, hf.tensor([1.0, 2.0]), dim=0)
+    # in a static program: repeats known while building are fine; computed ones are refused
+    reps = hf.tensor([2, 0])
+
+    def known(t):
+        return hf.repeat_interleave(t, reps, dim=0)
+
+    def computed(t, r):
+        return hf.repeat_interleave(t, r, dim=0)
+
+    out = hf.jit.to_static(known)(x.detach())
+    np.testing.assert_array_equal(out.numpy(), [[1.0, 2.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="computed by the program"):
+        hf.jit.to_static(computed)(x.detach(), reps)
