@@ -299,11 +299,13 @@ getitem_backward = register(
 def _index_put_infer(a, value, *index, spec, accumulate=False):
     target = index_shape("index_put", a.shape, spec, index)
     vshape = value.shape if isinstance(value, TensorLike) else ()
-    if -1 not in target:
-        b = broadcast_shapes("index_put", vshape, target)
-        if b != tuple(target):
-            raise ValueError(f"index_put: value of shape {vshape} cannot be broadcast to the "
-                             f"indexed shape {tuple(target)}")
+    # the value must broadcast to the target itself (-1: a dim known only at run time)
+    extra = len(vshape) - len(target)
+    if any(v not in (1, -1) for v in vshape[:max(extra, 0)]) or any(
+            v not in (1, -1, t) and t != -1
+            for v, t in zip(vshape[::-1], tuple(target)[::-1])):
+        raise ValueError(f"index_put: value of shape {vshape} cannot be broadcast to the "
+                         f"indexed shape {tuple(target)}")
     return a.shape, a.dtype, None
 
 
@@ -326,7 +328,10 @@ def _index_put_grad_self(g, out, a, value, *index, spec, accumulate=False):
 
 
 def _index_put_grad_value(g, out, a, value, *index, spec, accumulate=False):
-    return apply(getitem, g, *index, spec=spec)
+    g = apply(getitem, g, *index, spec=spec)
+    for _ in range(value.ndim - g.ndim):  # a value with extra leading 1 dims
+        g = g.unsqueeze(0)
+    return g
 
 
 index_put = register("index_put", infer=_index_put_infer, kernel=_index_put_kernel,

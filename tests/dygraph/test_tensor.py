@@ -638,6 +638,25 @@ def test_setitem_basic_and_broadcasting():
     assert x.dtype is hf.float32
 
 
+def test_setitem_value_with_leading_unit_dims_and_its_gradient():
+    """As numpy and PyTorch: a value may carry extra leading 1 dims; its gradient keeps them."""
+    x = hf.zeros(2, 3)
+    v = hf.tensor([[1.0, 2.0, 3.0]], requires_grad=True)  # (1, 3) into x[0] of shape (3,)
+    x[0] = v * 2
+    ref = np.zeros((2, 3), np.float32)
+    ref[0] = np.array([[2.0, 4.0, 6.0]])
+    np.testing.assert_array_equal(x.detach().numpy(), ref)
+    (x * hf.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [[2.0, 4.0, 6.0]])
+    s = hf.ones(1, 1, 1, requires_grad=True)  # one value broadcast over a (2, 2) slice
+    y = hf.zeros(2, 3)
+    y[:, 1:] = s * 3
+    y.sum().backward()
+    np.testing.assert_array_equal(s.grad.numpy(), [[[12.0]]])
+    with pytest.raises(ValueError, match=r"index_put: value of shape \(2, 3\)"):
+        x[0] = hf.ones(2, 3)
+
+
 def test_setitem_advanced():
     x = hf.zeros(4, 3)
     ref = np.zeros((4, 3), np.float32)

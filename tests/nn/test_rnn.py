@@ -275,3 +275,68 @@ def test_cells_match_torch():
         for a, b in zip(out if isinstance(out, tuple) else [out],
                         tout if isinstance(tout, tuple) else [tout]):
             np.testing.assert_allclose(npy(a), b.detach().numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_sequence_length_known_only_at_run_time(cls, batch_first):
+    """to_static with an InputSpec whose sequence (and batch) dims are None: the recurrence
+    becomes one while loop, right for every length, gradients included."""
+    module = cls(3, 4, num_layers=2, bidirectional=True, batch_first=batch_first).double()
+    dims = [None, None, 3]
+    static = hf.jit.to_static(module, input_spec=[hf.jit.InputSpec(dims, "float64"),
+                                                  hf.jit.InputSpec([4, None, 4], "float64")])
+    rng = np.random.default_rng(5)
+    for steps, batch in ((1, 2), (4, 3), (7, 1)):
+        x = rng.standard_normal((steps, batch, 3))
+        h0 = rng.standard_normal((4, batch, 4))
+        c0 = rng.standard_normal(h0.shape)
+        ref_out, ref_h, ref_c = np_sequence(module, x, h0, c0)
+        xt = hf.tensor(x.transpose(1, 0, 2) if batch_first else x, requires_grad=True)
+        h0t = hf.tensor(h0, requires_grad=True)
+        state = (h0t, hf.tensor(c0)) if cls is nn.LSTM else h0t
+        out, hn = static(xt, state)
+        if cls is nn.LSTM:
+            hn, cn = hn
+            np.testing.assert_allclose(npy(cn), ref_c, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(npy(out), ref_out.transpose(1, 0, 2) if batch_first
+                                   else ref_out, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(npy(hn), ref_h, rtol=1e-10, atol=1e-12)
+        (out.sum() + (hn * hn).sum()).backward()
+        grads = [xt.grad.numpy(), h0t.grad.numpy()] + [p.grad.numpy() for p in
+                                                       module.parameters()]
+        module.zero_grad()
+        xt.grad = h0t.grad = None
+        eager_out, eager_hn = module(xt, state)
+        eager_hn = eager_hn[0] if cls is nn.LSTM else eager_hn
+        (eager_out.sum() + (eager_hn * eager_hn).sum()).backward()
+        expected = [xt.grad.numpy(), h0t.grad.numpy()] + [p.grad.numpy() for p in
+                                                          module.parameters()]
+        module.zero_grad()
+        for got, want in zip(grads, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    program = str(static.forward.get_program(hf.zeros(2, 2, 3, dtype=hf.float64),
+                                             (hf.zeros(4, 2, 4, dtype=hf.float64),) * 2
+                                             if cls is nn.LSTM else
+                                             hf.zeros(4, 2, 4, dtype=hf.float64)))
+    assert "while" in program
+
+
+def test_dynamic_length_lstm_saves_and_exports(tmp_path):
+    lstm = nn.LSTM(3, 4)
+    spec = [hf.jit.InputSpec([None, 2, 3])]
+    hf.jit.save(lstm, str(tmp_path / "lstm"), input_spec=spec)
+    loaded = hf.jit.load(str(tmp_path / "lstm"))
+    for steps in (2, 5):
+        x = hf.randn(steps, 2, 3)
+        out, (h, c) = lstm(x)
+        got = loaded(x)
+        np.testing.assert_allclose(got[0].numpy(), npy(out), rtol=1e-5, atol=1e-6)
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    hf.onnx.export(lstm, str(tmp_path / "lstm.onnx"), input_spec=spec)
+    session = ort.InferenceSession(str(tmp_path / "lstm.onnx"))
+    for steps in (3, 6):
+        x = hf.randn(steps, 2, 3)
+        got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+        np.testing.assert_allclose(got, npy(lstm(x)[0]), rtol=1e-5, atol=1e-6)

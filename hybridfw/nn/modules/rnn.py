@@ -11,6 +11,7 @@ import warnings
 
 from ...ops.composite import cat, stack
 from ...ops.factories import empty, zeros, zeros_like
+from ...ops.reduction import dim_numel
 from ...ops.registry import apply
 from ...ops.rnn_ops import gru_cell, lstm_cell
 from .. import functional as F
@@ -64,6 +65,23 @@ def _unbind_time(x) -> list:
         chunk = x[start:start + block]
         out.extend(chunk[t] for t in range(chunk.shape[0]))
     return out
+
+
+def _time_loop(step, projected, h, c, reverse: bool):
+    """The recurrence over a sequence whose length only the running program knows: one
+    ``while`` over ``t`` (trained through like any converted loop). Returns the outputs stacked
+    on dim 0 in time order and the final ``h`` and ``c`` (``c`` None for GRU and RNN)."""
+    from ...static.control_flow import while_loop
+    steps = apply(dim_numel, projected, dim=(0,))
+    ys = h.unsqueeze(0)[:0]
+
+    def body(t, h, c, ys):
+        h, c = step(projected[steps - 1 - t if reverse else t], h, c)
+        row = h.unsqueeze(0)
+        return t + 1, h, (h if c is None else c), cat([row, ys] if reverse else [ys, row])
+    _, h, c_out, ys = while_loop(lambda t, h, c, ys: t < steps, body,
+                                 [0, h, h if c is None else c, ys])
+    return ys, h, (None if c is None else c_out)
 
 
 def _check_dtype(layer: str, x, weight) -> None:
@@ -181,9 +199,6 @@ class RNNBase(Module):
             x = input.unsqueeze(1)
         else:
             x = input.transpose(0, 1) if self.batch_first else input
-        if x.shape[0] == -1:
-            raise ValueError(f"{name}: the sequence length must be known (got input shape "
-                             f"{tuple(input.shape)})")
         batch = x.shape[1]
         expected = (self.num_layers * (2 if self.bidirectional else 1), self.hidden_size)
         expected = expected[:1] + ((batch,) if batched else ()) + expected[1:]
@@ -219,19 +234,25 @@ class RNNBase(Module):
                 else:
                     h = states[0][index]
                     c = states[1][index] if lstm else None
-                projected = _unbind_time(
-                    _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh))
+                projected = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
                 w_hh_t = w_hh.T
-                ys = [None] * steps
-                for t in (range(steps) if direction == 0 else range(steps - 1, -1, -1)):
+
+                def step(gi, h, c):
                     if lstm:
-                        h, c = _lstm_step(projected[t], h, c, w_hh_t)
-                    elif self.mode == "GRU":
-                        h = _gru_step(projected[t], h, w_hh_t, b_hh)
-                    else:
-                        h = _rnn_step(projected[t], h, w_hh_t, self.nonlinearity)
-                    ys[t] = h
-                outputs.append(stack(ys, 0))
+                        return _lstm_step(gi, h, c, w_hh_t)
+                    if self.mode == "GRU":
+                        return _gru_step(gi, h, w_hh_t, b_hh), None
+                    return _rnn_step(gi, h, w_hh_t, self.nonlinearity), None
+                if steps == -1:  # a static program with the length known only at run time
+                    ys, h, c = _time_loop(step, projected, h, c, reverse=direction == 1)
+                else:
+                    projected = _unbind_time(projected)
+                    ys = [None] * steps
+                    for t in (range(steps) if direction == 0 else range(steps - 1, -1, -1)):
+                        h, c = step(projected[t], h, c)
+                        ys[t] = h
+                    ys = stack(ys, 0)
+                outputs.append(ys)
                 final_h.append(h)
                 final_c.append(c)
             layer_input = outputs[0] if directions == 1 else cat(outputs, -1)
