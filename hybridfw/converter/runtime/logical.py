@@ -32,17 +32,50 @@ def _predicate_of(thunk, numbers=None):
             value = False
         if numbers is not None:
             numbers.append(_number_like(value))
-        return to_predicate(value) if is_static(value) else bool(value)
+        return _zero_dim(to_predicate(value)) if is_static(value) else bool(value)
     return build
 
 
-def _short_circuit(left, rhs, is_and: bool):
-    """``left and rhs()`` / ``left or rhs()`` for a static ``left``: a cond. Two sides standing
-    for Python numbers (``x.item() > 0 or n == 3``) give one too (see
-    ``Variable.python_number``)."""
+def _zero_dim(pred):
+    """A one-element predicate as a 0-d one, so two predicates of shapes (1,) and () agree."""
+    return pred if pred.shape == () else pred.reshape(())
+
+
+def _value_of(thunk, numbers: list):
+    def build():
+        try:
+            value = thunk()
+        except ConversionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - raised when the program evaluates this side
+            program = active_program()
+            raise_when_run(program, program.current_block(), exc)
+            value = False
+        numbers.append(_number_like(value))
+        return value
+    return build
+
+
+def _short_circuit(left, rhs, is_and: bool, what: str):
+    """``left and rhs()`` / ``left or rhs()`` for a static ``left``: a cond whose result is the
+    operand Python would give (``x and y`` is ``y`` when ``x`` is true, else ``x``). Where the
+    two operands cannot be one value (dtypes or structures differ, e.g. a bool and a float
+    tensor), the result is their truth value instead, which is all an ``if`` or ``while``
+    needs. Two sides standing for Python numbers (``x.item() > 0 or n == 3``) give one too
+    (see ``Variable.python_number``)."""
+    pred = to_predicate(left, what)
     numbers = [_number_like(left)]
-    right = _predicate_of(rhs, numbers)
-    out = cond(left, right, lambda: left) if is_and else cond(left, lambda: left, right)
+    right, keep = _value_of(rhs, numbers), lambda: left
+    try:
+        out = cond(pred, right, keep) if is_and else cond(pred, keep, right)
+    except (TypeError, ValueError):  # the operands differ: fall back to their truth value
+        del numbers[1:]
+    else:
+        if all(numbers) and is_static(out):
+            out.block.program.python_scalars.add(out.name)
+        return out
+    right, pred = _predicate_of(rhs, numbers), _zero_dim(pred)
+    out = cond(pred, right, lambda: pred) if is_and else cond(pred, lambda: pred, right)
     if all(numbers) and is_static(out):
         out.block.program.python_scalars.add(out.name)
     return out
@@ -56,14 +89,14 @@ def convert_logical_and(lhs, rhs):
     left = lhs()
     if not is_static(left):
         return rhs() if left else left
-    return _short_circuit(to_predicate(left, "left side of 'and'"), rhs, True)
+    return _short_circuit(left, rhs, True, "left side of 'and'")
 
 
 def convert_logical_or(lhs, rhs):
     left = lhs()
     if not is_static(left):
         return left if left else rhs()
-    return _short_circuit(to_predicate(left, "left side of 'or'"), rhs, False)
+    return _short_circuit(left, rhs, False, "left side of 'or'")
 
 
 def convert_logical_not(value):

@@ -213,3 +213,38 @@ def test_tensor_and_value_is_a_boolean_tensor():
     f = hf.jit.to_static(tensor_and_value)
     for x in (t(1.0, 2.0), t(0.5, 0.2), t(-3.0, 2.0)):
         assert bool(f(x).numpy()) == bool(tensor_and_value(x))
+
+
+def and_operands(x, y):
+    return x and y
+
+
+def or_operands(x, y):
+    return x or y
+
+
+def and_mixed(x, y):
+    return (x > 0).all() and y
+
+
+@pytest.mark.parametrize("fn", [and_operands, or_operands])
+def test_tensor_and_or_give_the_operand_as_python_does(fn):
+    """``x and y`` is ``y`` when ``x`` is true, else ``x`` (``or`` the other way round): the
+    operand itself, values and dtype, not its truth value."""
+    f = hf.jit.to_static(fn)
+    for a, b in (([1.5], [3.0]), ([0.0], [3.0]), ([-2.0], [0.0]), ([0.0], [0.0])):
+        x, y = t(*a), t(*b)
+        got, want = f(x, y), fn(x, y)
+        assert got.dtype is want.dtype is hf.float64
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    ints = f(hf.tensor([0]), hf.tensor([7]))
+    assert ints.dtype is hf.int64 and ints.tolist() == fn(hf.tensor([0]), hf.tensor([7])).tolist()
+    assert f.cache_info().misses == 2
+
+
+def test_tensor_and_of_a_bool_and_a_float_is_their_truth_value():
+    """Operands of different dtypes cannot be one static value: the result is the truth value
+    (what an ``if`` needs); shapes () and (1,) of the two sides agree."""
+    f = hf.jit.to_static(and_mixed)
+    for a, b in (([1.0], [3.0]), ([1.0], [0.0]), ([-1.0], [3.0])):
+        assert bool(f(t(*a), t(*b))) == bool(and_mixed(t(*a), t(*b)))
