@@ -25,12 +25,13 @@ import numpy as np
 
 from ..backend import Storage, array_device
 from ..converter.errors import ConversionError
-from ..converter.runtime.calls import DeferredString, _converted
+from ..converter.runtime.calls import DeferredString, _converted, traced_modules
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..converter.transformers.base import is_generated
 from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
+from ..nn.modules.module import _structure_epoch, structure_fingerprint
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
 from ..static.builder import require_defined
@@ -381,7 +382,7 @@ class ConcreteProgram:
             unused = iter([not bool(r) for r in results[len(results) - len(flags):]])
             results = results[:len(results) - len(flags)]
         n = len(self.fetch)
-        outs, extra = results[:n], results[n:]
+        outs = results[:n]
         inputs = [tensors[i] if kind == "input" else i for kind, i in self.diff_inputs]
         wrapped = [wrap_array(r) for r in outs]
         # the saved values, in feed order, picked from the inputs, outputs and extra fetches
@@ -456,6 +457,11 @@ class StaticFunction:
         self._fast_pending = False  # whether the caller runs the entry until its plan settles
         self._warned_count = False
         self._bound: dict = {}
+        # the modules the programs were traced from, their fingerprint, and the structure epoch
+        # it was last found current at (None: no module to watch); see _check_modules
+        self._watched: dict = {}
+        self._fingerprint = None
+        self._epoch = None
         functools.update_wrapper(self, function)
         if isinstance(function, functools.partial):  # (it has no name of its own)
             inner = function
@@ -554,6 +560,8 @@ class StaticFunction:
         return (tensors, GradMode.enabled, mode)
 
     def __call__(self, *args, **kwargs):
+        if self._epoch is not None and self._epoch != _structure_epoch[0]:
+            self._check_modules()
         call = self._fast_call
         if call is not None and not kwargs:
             try:
@@ -593,6 +601,31 @@ class StaticFunction:
             raise _at_operator(exc) from None
         self._set_fast(fast, entry)
         return result
+
+    def _check_modules(self) -> None:
+        """Some module attribute was set since the last call: drop the programs if a module
+        they were traced from now holds other parameters, buffers or submodules, or other
+        plain attribute values (``self.scale = 2.0``), so the next call traces them anew (as
+        eager would see the change)."""
+        if structure_fingerprint(self._watched.values()) == self._fingerprint:
+            self._epoch = _structure_epoch[0]
+            return
+        logger.info("to_static(%s): retracing because a module's parameters, buffers, "
+                    "submodules or attributes changed", self.__qualname__)
+        self._cache.clear()
+        self._set_fast(None, None)
+        self._watched, self._fingerprint, self._epoch = {}, None, None
+
+    def _watch(self, recorded: dict) -> None:
+        """After a trace: watch the modules it called (and the converted module itself)."""
+        if self.instance is not None and hasattr(self.instance, "modules"):
+            recorded[id(self.instance)] = self.instance
+        if traced_modules:  # a trace within a trace: the outer one depends on them too
+            traced_modules[-1].update(recorded)
+        if recorded:
+            self._watched.update(recorded)
+            self._fingerprint = structure_fingerprint(self._watched.values())
+            self._epoch = _structure_epoch[0]
 
     def _set_fast(self, fast, entry) -> None:
         """The next call with fast key ``fast`` (see :meth:`_fast_key`) runs ``entry`` through
@@ -654,6 +687,7 @@ class StaticFunction:
         program = Program()
         (_, shapes, grad, _) = key
         names = [self._feed_name(i) for i in range(len(leaves))]
+        traced_modules.append({})
         try:
             with program_guard(program), origin_provider():
                 feeds = [data(n, s, d) for n, (s, d, _) in zip(names, shapes)]
@@ -669,6 +703,9 @@ class StaticFunction:
         except Exception as exc:
             add_user_location(exc)
             raise
+        finally:
+            recorded = traced_modules.pop()
+        self._watch(recorded)
         self._cache[key] = entry
         return entry
 

@@ -1675,3 +1675,64 @@ def test_split_along_a_dim_known_only_at_run_time_is_refused_clearly():
     x = hf.tensor(np.arange(12.0, dtype=np.float32).reshape(3, 4))
     out = hf.jit.to_static(second_half, input_spec=spec)(x)
     np.testing.assert_array_equal(out.numpy(), x.numpy()[:, 2:])
+
+
+# ---- programs follow the modules they were traced from -----------------------------------------
+class _Scaled(hf.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = hf.nn.Linear(3, 2)
+        self.scale = 1.0
+        self.use_relu = False
+
+    def forward(self, x):
+        y = self.fc(x) * self.scale
+        if self.use_relu:
+            y = hf.relu(y)
+        return y
+
+
+def test_replaced_parameters_submodules_and_attributes_are_seen():
+    """As eager (and torch.compile's guards): a new Parameter, submodule or plain attribute
+    value after the first call retraces; train()/eval() and in-place updates do not."""
+    eager = _Scaled()
+    model = hf.jit.to_static(eager)
+    x = hf.tensor([[1.0, 2.0, -3.0]])
+
+    def check():
+        with hf.no_grad():
+            got = model(x)
+            want = _Scaled.forward(eager, x)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+    check()
+    eager.fc.bias = hf.nn.Parameter(hf.tensor([5.0, -7.0]))
+    check()
+    eager.scale = 2.5
+    check()
+    eager.use_relu = True
+    check()
+    eager.fc = hf.nn.Linear(3, 2)
+    check()
+    traces = model.cache_info().misses
+    with hf.no_grad():
+        eager.fc.weight.mul_(2.0)  # in place: the program reads the same Parameter
+    model.eval()
+    check()
+    model.train()
+    check()
+    assert model.cache_info().misses == traces + 1  # eval, once; train's program is kept
+    check()
+    assert model.cache_info().misses == traces + 1
+
+
+def test_a_function_sees_a_replaced_parameter_of_a_module_it_calls():
+    net = hf.nn.Linear(3, 1)
+
+    @hf.jit.to_static
+    def f(x):
+        return net(x) * 2.0
+    x = hf.ones(2, 3)
+    np.testing.assert_allclose(f(x).detach().numpy(), net(x).detach().numpy() * 2, rtol=1e-6)
+    net.weight = hf.nn.Parameter(hf.full((1, 3), 4.0))
+    np.testing.assert_allclose(f(x).detach().numpy(), net(x).detach().numpy() * 2, rtol=1e-6)

@@ -110,6 +110,11 @@ def _converted(fn):
     return guarded
 
 
+# the modules a trace calls, by id: their programs depend on them (see StaticFunction's check
+# of hybridfw.nn.modules.module.structure_fingerprint); one dict per trace in progress
+traced_modules: list = []
+
+
 def convert_call(fn):
     array_aware = _array_aware().get(id(fn))
     if array_aware is not None and array_aware[0] is fn:
@@ -131,6 +136,8 @@ def convert_call(fn):
     if _is_numpy(fn):
         return _numpy_call(fn)
     module_cls = _module_class()
+    if isinstance(fn, module_cls) and traced_modules:
+        traced_modules[-1][id(fn)] = fn
     if isinstance(fn, module_cls) and not _library_module(type(fn).__module__):
         forward = type(fn).forward
         if _user_function(forward) and not fn._forward_pre_hooks and not fn._forward_hooks:

@@ -22,6 +22,47 @@ from ..parameter import Parameter
 
 __all__ = ["Module", "IncompatibleKeys", "StateDictError"]
 
+# ---- what programs traced from modules depend on ----------------------------------------------
+# Bumped whenever an attribute of any Module is set or deleted, a parameter, buffer or child is
+# registered, or ``to()`` converts a module: converted code checks it on each call (one
+# comparison) and, only when it moved, compares the modules' fingerprints to find whether its
+# programs, traced with the old objects and values, are stale.
+_structure_epoch = [0]
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def structure_epoch() -> int:
+    return _structure_epoch[0]
+
+
+def _plain(value) -> bool:
+    if value.__class__ in _PLAIN:
+        return True
+    return value.__class__ is tuple and all(_plain(v) for v in value)
+
+
+def structure_fingerprint(roots) -> tuple:
+    """What a program traced from the modules ``roots`` (and their submodules) bakes in: the
+    parameter, buffer and child objects (their identity, and a tensor's shape, dtype and
+    device) and the plain Python attributes (numbers, strings, None, tuples of them) but
+    ``training``, which the program cache already keys on."""
+    seen, parts = set(), []
+    for root in roots:
+        for m in root.modules():
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            d = m.__dict__
+            tensors = tuple((k, id(t), t.shape, t.dtype, t.device) if t is not None else (k,)
+                            for store in (d["_parameters"], d["_buffers"])
+                            for k, t in store.items())
+            children = tuple((k, id(c)) for k, c in d["_modules"].items())
+            plain = tuple((k, v) for k, v in d.items() if k != "training" and _plain(v))
+            parts.append((id(m), tensors, children, plain))
+    return tuple(parts)
+
+
 class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns: the keys it did not find and did not expect."""
 
@@ -172,6 +213,7 @@ class Module:
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a parameter (or None, a declared-but-absent parameter such as a disabled bias)."""
         self._check_name("parameter", name)
+        _structure_epoch[0] += 1
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
@@ -185,6 +227,7 @@ class Module:
         Persistent buffers are part of ``state_dict()``; all buffers move with ``to()``.
         """
         self._check_name("buffer", name)
+        _structure_epoch[0] += 1
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -199,6 +242,7 @@ class Module:
     def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module (``self.name = module`` does the same)."""
         self._check_name("module", name)
+        _structure_epoch[0] += 1
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         if hasattr(self, name) and name not in self._modules:
@@ -208,6 +252,7 @@ class Module:
     register_module = add_module
 
     def __setattr__(self, name: str, value) -> None:
+        _structure_epoch[0] += 1
         d = self.__dict__
         params = d.get("_parameters")
         if isinstance(value, Parameter):
@@ -262,6 +307,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
+        _structure_epoch[0] += 1
         d = self.__dict__
         if name in d.get("_parameters", ()):
             del d["_parameters"][name]
@@ -525,6 +571,7 @@ class Module:
     def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
         """Replace every parameter's and buffer's data (and gradient) by ``fn`` of it, keeping
         the Parameter objects, so optimizers built before ``to()`` still hold them."""
+        _structure_epoch[0] += 1
         with no_grad():
             for module in self.modules():
                 for store in (module._parameters, module._buffers):
