@@ -25,13 +25,13 @@ import numpy as np
 
 from ..backend import Storage, array_device
 from ..converter.errors import ConversionError
-from ..converter.runtime.calls import DeferredString, _converted, traced_modules
+from ..converter.runtime.calls import DeferredString, _converted, global_names, traced_modules
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..converter.transformers.base import is_generated
 from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
-from ..nn.modules.module import _structure_epoch, structure_fingerprint
+from ..nn.modules.module import Module, _plain, _structure_epoch, structure_fingerprint
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
 from ..static.builder import require_defined
@@ -462,6 +462,8 @@ class StaticFunction:
         self._watched: dict = {}
         self._fingerprint = None
         self._epoch = None
+        # (globals dict, name, value) of the plain global values the traces read (None: none)
+        self._global_values = None
         functools.update_wrapper(self, function)
         if isinstance(function, functools.partial):  # (it has no name of its own)
             inner = function
@@ -562,6 +564,8 @@ class StaticFunction:
     def __call__(self, *args, **kwargs):
         if self._epoch is not None and self._epoch != _structure_epoch[0]:
             self._check_modules()
+        if self._global_values is not None:
+            self._check_globals()
         call = self._fast_call
         if call is not None and not kwargs:
             try:
@@ -610,22 +614,44 @@ class StaticFunction:
         if structure_fingerprint(self._watched.values()) == self._fingerprint:
             self._epoch = _structure_epoch[0]
             return
-        logger.info("to_static(%s): retracing because a module's parameters, buffers, "
-                    "submodules or attributes changed", self.__qualname__)
+        self._retrace("a module's parameters, buffers, submodules or attributes changed")
+
+    def _check_globals(self) -> None:
+        """Drop the programs if a plain global value they were traced with (a number, string,
+        None or tuple of them, read by the converted functions) was rebound since."""
+        for namespace, name, value in self._global_values:
+            now = namespace.get(name, _MISS)
+            if now is not value and not (now.__class__ is value.__class__ and now == value):
+                self._retrace(f"the global {name!r} changed from {value!r} to {now!r}")
+                return
+
+    def _retrace(self, reason: str) -> None:
+        logger.info("to_static(%s): retracing because %s", self.__qualname__, reason)
         self._cache.clear()
         self._set_fast(None, None)
         self._watched, self._fingerprint, self._epoch = {}, None, None
+        self._global_values = None
 
     def _watch(self, recorded: dict) -> None:
-        """After a trace: watch the modules it called (and the converted module itself)."""
-        if self.instance is not None and hasattr(self.instance, "modules"):
+        """After a trace: watch the modules it called (and the converted module itself) and
+        the plain global values its converted functions read."""
+        if isinstance(self.instance, Module):
             recorded[id(self.instance)] = self.instance
         if traced_modules:  # a trace within a trace: the outer one depends on them too
             traced_modules[-1].update(recorded)
-        if recorded:
-            self._watched.update(recorded)
+        modules = {k: v for k, v in recorded.items() if isinstance(v, Module)}
+        if modules:
+            self._watched.update(modules)
             self._fingerprint = structure_fingerprint(self._watched.values())
             self._epoch = _structure_epoch[0]
+        values = {(id(f.__globals__), name): (f.__globals__, name, f.__globals__[name])
+                  for f in recorded.values() if isinstance(f, types.FunctionType)
+                  for name in global_names(f.__code__)
+                  if name in f.__globals__ and _plain(f.__globals__[name])}
+        if values:
+            old = self._global_values or ()
+            values.update({(id(g), n): (g, n, v) for g, n, v in old})
+            self._global_values = tuple(values.values())
 
     def _set_fast(self, fast, entry) -> None:
         """The next call with fast key ``fast`` (see :meth:`_fast_key`) runs ``entry`` through

@@ -1736,3 +1736,45 @@ def test_a_function_sees_a_replaced_parameter_of_a_module_it_calls():
     np.testing.assert_allclose(f(x).detach().numpy(), net(x).detach().numpy() * 2, rtol=1e-6)
     net.weight = hf.nn.Parameter(hf.full((1, 3), 4.0))
     np.testing.assert_allclose(f(x).detach().numpy(), net(x).detach().numpy() * 2, rtol=1e-6)
+
+
+_GLOBAL_SCALE = 3.0
+_GLOBAL_SHIFT = 2
+_GLOBAL_CALLS = 0
+
+
+def _shifted(x):
+    return x + _GLOBAL_SHIFT
+
+
+def _scaled_by_global(x):
+    return _shifted(x * _GLOBAL_SCALE)
+
+
+def _counts_calls(x):
+    global _GLOBAL_CALLS
+    _GLOBAL_CALLS += 1
+    return x * 2.0
+
+
+def test_rebound_plain_globals_retrace():
+    """A number a converted function (or one it calls) reads from its module's globals is
+    checked on each call: rebinding it retraces, as eager would see the new value."""
+    global _GLOBAL_SCALE, _GLOBAL_SHIFT
+    f = hf.jit.to_static(_scaled_by_global)
+    x = hf.tensor([1.0, 2.0, 3.0])
+    try:
+        for scale, shift in ((3.0, 2), (5.0, 2), (5.0, -4), (5.0, -4)):
+            _GLOBAL_SCALE, _GLOBAL_SHIFT = scale, shift
+            np.testing.assert_allclose(f(x).numpy(), _scaled_by_global(x).numpy())
+        assert f.cache_info().misses == 3 and f.cache_info().hits == 1
+    finally:
+        _GLOBAL_SCALE, _GLOBAL_SHIFT = 3.0, 2
+
+
+def test_a_global_the_function_assigns_is_not_a_reason_to_retrace():
+    f = hf.jit.to_static(_counts_calls)
+    x = hf.ones(2)
+    for _ in range(3):
+        f(x)
+    assert f.cache_info().misses == 1

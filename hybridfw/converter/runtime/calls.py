@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import builtins
+import dis
 import functools
 import inspect
 import types
@@ -103,6 +104,8 @@ def _converted(fn):
                 "program is built)", fn.__code__.co_filename, fn.__code__.co_firstlineno,
                 hint="end the recursion on Python values, or write it as a loop")
         _depth[key] = depth + 1
+        if traced_modules:
+            traced_modules[-1][id(new)] = new
         try:
             return new(*args, **kwargs)
         finally:
@@ -110,9 +113,26 @@ def _converted(fn):
     return guarded
 
 
-# the modules a trace calls, by id: their programs depend on them (see StaticFunction's check
-# of hybridfw.nn.modules.module.structure_fingerprint); one dict per trace in progress
+# what a trace in progress calls, by id: modules (their programs depend on their parameters and
+# attributes: see StaticFunction._check_modules) and converted functions (on the globals they
+# read: StaticFunction._check_globals); one dict per trace in progress
 traced_modules: list = []
+
+
+@functools.lru_cache(maxsize=None)
+def global_names(code) -> tuple:
+    """The global names ``code`` (and the code nested in it) reads but never assigns."""
+    reads, writes = set(), set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        for ins in dis.get_instructions(c):
+            if ins.opname == "LOAD_GLOBAL":
+                reads.add(ins.argval)
+            elif ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                writes.add(ins.argval)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return tuple(sorted(reads - writes))
 
 
 def convert_call(fn):
