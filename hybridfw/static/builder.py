@@ -284,13 +284,16 @@ def require_defined(program, name: str) -> None:
     from .py_func import py_func
     flag, variable, where = program.maybe_undefined[name]
     at = f" at {where[0]}, line {where[1]}" if where else ""
+    # (where[2] == "loop": a loop body assigns it, and this run did not enter the loop)
+    why = f"the loop on a tensor condition{at} assigns it only in its body, which this run " \
+          "did not enter" if where and where[2:] == ("loop",) else \
+          f"the if on a tensor condition{at} assigns it only in the branch this run did not take"
 
     def run(assigned):
         if not bool(assigned):
             raise UnboundLocalError(
                 f"cannot access local variable {variable!r} where it is not associated with a "
-                f"value: the if on a tensor condition{at} assigns it only in the branch this "
-                "run did not take")
+                f"value: {why}")
         return ()
     run.__qualname__ = f"defined({variable})"
     py_func(run, [program.current_block().var(flag)], [], has_side_effects=True)

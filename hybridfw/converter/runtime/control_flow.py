@@ -492,6 +492,12 @@ def _static_loop(cond_fn, body_fn, values, names):
                               f"numbers and lists of tensors", ConversionError)
         return leaves
 
+    # variables the loop body assigns that had no value before: flags say whether the body
+    # ran, so a use after a loop that did not run raises UnboundLocalError as eager does
+    unbound = [i for i, (value, carry) in enumerate(zip(values, carries))
+               if is_undefined(value) and carry.kind == "tree"]
+    n_values = len(init)
+    init.extend(to_variable(program, False) for _ in unbound)
     numbers = [n for carry in carries for n in (carry.numbers if carry.kind == "tree" else
                                                 (False,) * carry.count)]
 
@@ -504,20 +510,30 @@ def _static_loop(cond_fn, body_fn, values, names):
 
     # (fresh Variable objects: an in-place op would rebind the loop's own block arguments)
     def loop_cond(*leaves):
-        flag = cond_fn(*_fresh_variables(unpack(numbers_inside(leaves))))
+        flag = cond_fn(*_fresh_variables(unpack(numbers_inside(leaves[:n_values]))))
         return to_predicate(flag, "loop condition") if is_static(flag) else bool(flag)
 
     def loop_body(*leaves):
-        return pack(body_fn(*_fresh_variables(unpack(numbers_inside(leaves)))))
+        return pack(body_fn(*_fresh_variables(unpack(numbers_inside(leaves[:n_values]))))) + \
+            [to_variable(program, True) for _ in unbound]
 
-    if not init:
+    if not n_values:
         raise located("loop on a tensor condition carries no tensor: its condition can never "
                       "change", ConversionError)
     finals = while_loop(loop_cond, loop_body, init)
     for final, number in zip(finals, numbers):
         if number:  # a Python number in eager code: returned as one (see Variable.item)
             program.python_scalars.add(final.name)
-    return tuple(unpack(finals))
+    out = unpack(finals[:n_values])
+    if unbound:
+        frame = user_frame(1)
+        where = None if frame is None else (frame.f_code.co_filename, frame.f_lineno, "loop")
+        for i, flag in zip(unbound, finals[n_values:]):
+            leaves: list = []
+            _tree_leaves(out[i], leaves)
+            for leaf in leaves:
+                program.maybe_undefined[leaf.name] = (flag.name, names[i], where)
+    return tuple(out)
 
 
 def _tree_leaves(value, leaves: list):

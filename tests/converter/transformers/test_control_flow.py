@@ -4,6 +4,7 @@ before the construct are first set to ``_jst.Undefined``."""
 import textwrap
 
 import gast
+import numpy as np
 import pytest
 
 import hybridfw as hf
@@ -311,6 +312,35 @@ def test_read_of_a_name_unbound_on_the_path_taken():
     assert f(True) == 1
     with pytest.raises(UnboundLocalError, match="'y'"):
         f(False)
+
+
+def bound_in_a_tensor_for_body(x, n):
+    for i in range(n):
+        z = x * i
+    return z + i
+
+
+def bound_in_a_tensor_while_body(x, n):
+    t = n * 0
+    while t < n:
+        z = x + t
+        t = t + 1
+    return z
+
+
+@pytest.mark.parametrize("fn", [bound_in_a_tensor_for_body, bound_in_a_tensor_while_body])
+def test_read_after_a_tensor_loop_that_did_not_run(fn):
+    """A name only the body of a loop on a tensor binds is unbound after zero iterations: as
+    eager, UnboundLocalError (not the zeros standing in for it), from the same program."""
+    f = hf.jit.to_static(fn)
+    x = hf.tensor([1.0, 2.0])
+    for n in (3, 1):
+        np.testing.assert_array_equal(f(x, hf.tensor(n)).numpy(), fn(x, hf.tensor(n)).numpy())
+    with pytest.raises(UnboundLocalError):
+        fn(x, hf.tensor(0))
+    with pytest.raises(UnboundLocalError, match="'z'.*loop on a tensor condition.*did not enter"):
+        f(x, hf.tensor(0))
+    assert f.cache_info().misses == 1
 
 
 def deleted_then_bound_in_if(c):
