@@ -24,6 +24,7 @@ from ..dtypes import as_dtype, int64
 from ..dygraph import no_grad
 from ..memory.checkpoint import is_recomputing
 from ..ops import composite as C
+from ..ops import composite_matrix as M
 from ..ops import creation as K
 from ..ops import elementwise as E
 from ..ops import indexing as I
@@ -382,7 +383,9 @@ def _renormalize_rows(input, weight, max_norm, norm_type):
     with no_grad():
         flat = C.reshape(input, -1)
         rows = apply(N.embedding, weight, flat, padding_idx=None)
-        norms = C.sum(apply(E.abs_, rows) ** norm_type, -1, keepdim=True) ** (1 / norm_type)
+        # any norm_type, inf/-inf (largest/smallest |w|) and 0 (non-zeros) too, as torch's
+        # embedding_renorm_: rows above max_norm are scaled by max_norm / (norm + 1e-7)
+        norms = M.norm(rows, norm_type, -1, keepdim=True)
         scale = apply(E.where, norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         # a repeated index writes the same row twice: no accumulation needed
         apply_inplace(I.index_put, weight, weight, rows * scale, flat, spec=(("tensor",),))

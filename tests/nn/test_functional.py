@@ -805,6 +805,47 @@ def test_embedding_max_norm_renormalizes_rows_in_place():
     np.testing.assert_allclose(to_numpy(out)[2], [0.6, 0.8], rtol=1e-6)
 
 
+@pytest.mark.parametrize("norm_type", [math.inf, -math.inf, 0.0, 1.0, 3.0])
+def test_embedding_max_norm_any_norm_type(norm_type):
+    """Rows looked up whose norm_type-norm exceeds max_norm are scaled in place by
+    max_norm / (norm + 1e-7), for every norm type (inf was never applied)."""
+    table = np.array([[3.0, -4.0, 0.0], [0.3, 0.4, 0.1], [6.0, 8.0, 1.0], [0.5, -2.5, 0.2]])
+    idx = np.array([[0, 1], [0, 3]])
+    ref = table.copy()
+    for r in np.unique(idx):
+        a = np.abs(ref[r])
+        norm = {math.inf: a.max(), -math.inf: a.min(), 0.0: np.count_nonzero(a)}.get(
+            norm_type, (a ** norm_type).sum() ** (1 / norm_type) if norm_type else 0)
+        if norm > 1.5:
+            ref[r] *= 1.5 / (norm + 1e-7)
+    w = hf.tensor(table.copy())
+    out = F.embedding(hf.tensor(idx), w, max_norm=1.5, norm_type=norm_type)
+    np.testing.assert_allclose(to_numpy(w), ref, rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(out), ref[idx], rtol=1e-12)
+    if norm_type == math.inf:
+        assert not np.allclose(ref, table)  # the inf-norm rows 0 and 3 were rescaled
+    torch = pytest.importorskip("torch")
+    tw = torch.tensor(table.copy())
+    tout = torch.nn.functional.embedding(torch.tensor(idx), tw, max_norm=1.5,
+                                         norm_type=norm_type)
+    np.testing.assert_allclose(to_numpy(w), tw.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(out), tout.numpy(), rtol=1e-12)
+
+
+def test_embedding_max_norm_inf_module_static_matches_eager():
+    table = np.array([[3.0, -4.0], [0.3, 0.4], [0.5, -2.5]])
+    eager = hf.nn.Embedding(3, 2, max_norm=1.0, norm_type=math.inf,
+                            _weight=hf.tensor(table.copy()))
+    static = hf.jit.to_static(hf.nn.Embedding(3, 2, max_norm=1.0, norm_type=math.inf,
+                                              _weight=hf.tensor(table.copy())))
+    idx = hf.tensor([0, 2, 0])
+    np.testing.assert_allclose(to_numpy(static(idx)), to_numpy(eager(idx)), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(static.weight), to_numpy(eager.weight), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(eager.weight)[[0, 2]],
+                               table[[0, 2]] / (np.abs(table[[0, 2]]).max(1, keepdims=True)
+                                                + 1e-7))
+
+
 def test_embedding_padding_idx_gets_no_gradient():
     w = hf.randn(4, 3, requires_grad=True)
     F.embedding(hf.tensor([[1, 3], [3, 0]]), w, padding_idx=-1).sum().backward()
