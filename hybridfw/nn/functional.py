@@ -362,12 +362,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
               scale_grad_by_freq: bool = False, sparse: bool = False):
     """Rows ``weight[input]``; the ``padding_idx`` row gets no gradient. ``max_norm``
     renormalizes (in place) the rows looked up whose ``norm_type``-norm exceeds it.
-    ``sparse`` is accepted, and the gradient is dense."""
+    ``scale_grad_by_freq`` divides each row's gradient by how often its index occurs in
+    ``input``. ``sparse`` is accepted, and the gradient is dense."""
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got "
                          f"shape {tuple(weight.shape)}")
-    if scale_grad_by_freq:
-        raise ValueError("embedding: scale_grad_by_freq=True is not supported")
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
@@ -376,7 +375,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         padding_idx %= num
     if max_norm is not None:
         _renormalize_rows(input, weight, float(max_norm), float(norm_type))
-    return apply(N.embedding, weight, input, padding_idx=padding_idx)
+    return apply(N.embedding, weight, input, padding_idx=padding_idx,
+                 scale_grad_by_freq=bool(scale_grad_by_freq))
 
 
 def _renormalize_rows(input, weight, max_norm, norm_type):

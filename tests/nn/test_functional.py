@@ -381,6 +381,12 @@ OPS = [
     Row("embedding_padding_idx", lambda w, i: F.embedding(i, w, padding_idx=3) ** 2,
         lambda w, i: w[i] ** 2, [Inp((4, 3)), EMB_IDX], fd=False,
         torch_fn=lambda w, i: _tf().embedding(i, w, padding_idx=3) ** 2),
+    # gradient rows divided by their lookup counts: a convention, not the derivative
+    Row("embedding_scale_grad_by_freq",
+        lambda w, i: F.embedding(i, w, padding_idx=3, scale_grad_by_freq=True) ** 2,
+        lambda w, i: w[i] ** 2, [Inp((4, 3)), EMB_IDX], fd=False,
+        torch_fn=lambda w, i: _tf().embedding(i, w, padding_idx=3,
+                                              scale_grad_by_freq=True) ** 2),
     Row("pad_constant", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5) ** 2,
         lambda x: np.pad(x, ((0, 0), (0, 1), (1, 2)), constant_values=0.5) ** 2,
         [Inp((2, 3, 4))], order=2),
@@ -844,6 +850,31 @@ def test_embedding_max_norm_inf_module_static_matches_eager():
     np.testing.assert_allclose(to_numpy(eager.weight)[[0, 2]],
                                table[[0, 2]] / (np.abs(table[[0, 2]]).max(1, keepdims=True)
                                                 + 1e-7))
+
+
+def test_embedding_scale_grad_by_freq_divides_by_counts():
+    idx = np.array([[1, 3, 1], [1, 0, 3]])
+    g = np.arange(1.0, 25.0).reshape(2, 3, 4)
+    counts = np.bincount(idx.ravel(), minlength=5)
+    expected = np.zeros((5, 4))
+    np.add.at(expected, idx.ravel(), g.reshape(-1, 4) / counts[idx.ravel()][:, None])
+    emb = hf.nn.Embedding(5, 4, scale_grad_by_freq=True, dtype="float64")
+    w = emb.weight
+    (emb(hf.tensor(idx)) * hf.tensor(g)).sum().backward()
+    np.testing.assert_allclose(to_numpy(w.grad), expected, rtol=1e-12)
+    assert not np.allclose(expected[1], g.reshape(-1, 4)[[0, 2, 3]].sum(0))  # really scaled
+    # double backward: d(sum(c * grad_w)) / d(upstream g) = c[idx] / counts[idx]
+    c = np.random.default_rng(3).standard_normal((5, 4))
+    gt = hf.tensor(g, requires_grad=True)
+    out = F.embedding(hf.tensor(idx), w, scale_grad_by_freq=True)
+    (gw,) = hf.autograd.grad((out * gt).sum(), [w], create_graph=True)
+    (gw * hf.tensor(c)).sum().backward()
+    np.testing.assert_allclose(to_numpy(gt.grad), c[idx] / counts[idx][..., None], rtol=1e-12)
+    # to_static: the same gradient in a static program
+    static = hf.jit.to_static(hf.nn.Embedding(5, 4, scale_grad_by_freq=True,
+                                              dtype="float64"))
+    (static(hf.tensor(idx)) * hf.tensor(g)).sum().backward()
+    np.testing.assert_allclose(to_numpy(static.weight.grad), expected, rtol=1e-12)
 
 
 def test_embedding_padding_idx_gets_no_gradient():
