@@ -295,3 +295,141 @@ def test_encoder_layer_matches_torch(norm_first):
         for (name, p), (tname, tp) in zip(m.named_parameters(), tm.named_parameters()):
             assert name == tname
             np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), atol=1e-4, rtol=1e-4)
+
+
+# ---- fully masked query rows ---------------------------------------------------------------------
+def _fully_masked_cases():
+    """(attn_mask, key_padding_mask) pairs, (L, S) = (4, 4), N = 2, each with query rows whose
+    keys are all masked: every key padded for batch element 0; causal + key 0 padded (query 0
+    of batch element 0 sees nothing); a float -inf row of attn_mask."""
+    causal = np.triu(np.ones((4, 4), bool), 1)
+    float_mask = np.zeros((4, 4))
+    float_mask[2] = -np.inf
+    return [(None, np.array([[True] * 4, [False, True, False, False]])),
+            (causal, np.array([[True, False, False, False], [False] * 4])),
+            (float_mask, None)]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_attention_fully_masked_rows_without_weights_are_bias(case):
+    """need_weights=False: a query that may attend to no key contributes zeros (its output is
+    out_proj's bias, as PyTorch's fused path), finite gradients and no numpy warning;
+    need_weights=True keeps PyTorch's NaN for that row."""
+    attn_mask, padding = _fully_masked_cases()[case]
+    mha = randomize(nn.MultiheadAttention(8, 2, batch_first=True).double(), 11)
+    x = np.random.default_rng(12).standard_normal((2, 4, 8))
+    masks = {key: hf.tensor(m) for key, m in (("attn_mask", attn_mask),
+                                              ("key_padding_mask", padding)) if m is not None}
+    scores_masked = np.zeros((2, 4, 4), bool)
+    if attn_mask is not None:
+        scores_masked |= np.isneginf(attn_mask) if attn_mask.dtype != bool else attn_mask
+    if padding is not None:
+        scores_masked |= padding[:, None, :]
+    dead = scores_masked.all(-1)  # (N, L) queries with no key left
+    assert dead.any() and not dead.all()
+    xt = hf.tensor(x, requires_grad=True)
+    with np.errstate(all="raise"):
+        out, weights = mha(xt, xt, xt, need_weights=False, **masks)
+    assert weights is None
+    got = npy(out)
+    bias = npy(mha.out_proj.bias)
+    np.testing.assert_allclose(got[dead], np.broadcast_to(bias, got[dead].shape), rtol=1e-12)
+    # the other rows: the numpy reference (its NaN rows are exactly the dead ones)
+    with np.errstate(all="ignore"):
+        ref_out, _ = np_mha(mha, x, x, x, attn_mask, padding)
+    assert np.isnan(ref_out[dead]).all()
+    np.testing.assert_allclose(got[~dead], ref_out[~dead], rtol=1e-10, atol=1e-12)
+    with np.errstate(all="raise"):
+        out.sum().backward()
+    grads = [npy(xt.grad)] + [npy(p.grad) for p in mha.parameters()]
+    assert all(np.isfinite(g).all() for g in grads)
+    check_grads(lambda: mha(xt, xt, xt, need_weights=False, **masks)[0],
+                [xt, *mha.parameters()])
+    # need_weights=True: NaN rows, as PyTorch
+    with np.errstate(all="ignore"):
+        out_w, weights = mha(xt, xt, xt, **masks)
+    assert np.isnan(npy(out_w)[dead]).all() and np.isnan(npy(weights)[dead]).all()
+    np.testing.assert_allclose(npy(out_w)[~dead], ref_out[~dead], rtol=1e-10, atol=1e-12)
+    # eager == static
+    def attend(a):
+        return mha(a, a, a, need_weights=False, **masks)[0]
+
+    static = hf.jit.to_static(attend)
+    np.testing.assert_allclose(npy(static(hf.tensor(x))), got, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_fully_masked_rows_match_torch(train):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    tm = torch.nn.MultiheadAttention(8, 2, dropout=0.0).double()
+    m = nn.MultiheadAttention(8, 2).double()
+    _load_from_torch(m, tm)
+    with torch.no_grad():  # non-zero biases, so the fully masked rows show out_proj's bias
+        for p in (tm.in_proj_bias, tm.out_proj.bias):
+            p.normal_()
+    _load_from_torch(m, tm)
+    tm.train(train)
+    m.train(train)
+    x = np.random.default_rng(13).standard_normal((4, 2, 8))
+    for attn_mask, padding in _fully_masked_cases():
+        tmasks = {key: torch.from_numpy(a) for key, a in (("attn_mask", attn_mask),
+                                                          ("key_padding_mask", padding))
+                  if a is not None}
+        tx = torch.tensor(x, requires_grad=True)
+        tout, _ = tm(tx, tx, tx, need_weights=False, **tmasks)
+        xt = hf.tensor(x, requires_grad=True)
+        out, _ = m(xt, xt, xt, need_weights=False,
+                   **{key: hf.tensor(a.numpy()) for key, a in tmasks.items()})
+        np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        tout.sum().backward()
+        out.sum().backward()
+        np.testing.assert_allclose(npy(xt.grad), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+        for (name, p), (_, tp) in zip(m.named_parameters(), tm.named_parameters()):
+            np.testing.assert_allclose(npy(p.grad), tp.grad.numpy(), rtol=1e-9, atol=1e-12,
+                                       err_msg=name)
+            p.grad = None
+            tp.grad = None
+        with torch.no_grad():
+            tw_out, tw = tm(tx, tx, tx, **tmasks)
+        with np.errstate(all="ignore"):
+            w_out, w = m(xt, xt, xt, **{key: hf.tensor(a.numpy()) for key, a in tmasks.items()})
+        np.testing.assert_array_equal(np.isnan(npy(w_out)), np.isnan(tw_out.numpy()))
+        np.testing.assert_allclose(npy(w), tw.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_encoder_layer_causal_and_padding_matches_torch(train):
+    """TransformerEncoderLayer always takes the need_weights=False path: query 0 of a sequence
+    whose key 0 is padded, under a causal mask, sees no key (PyTorch: zeros, not NaN)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(4)
+    tm = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double()
+    m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double()
+    with torch.no_grad():
+        for p in (tm.self_attn.in_proj_bias, tm.self_attn.out_proj.bias):
+            p.normal_()
+    _load_from_torch(m, tm)
+    tm.train(train)
+    m.train(train)
+    x = np.random.default_rng(14).standard_normal((2, 5, 8))
+    causal = np.triu(np.ones((5, 5), bool), 1)
+    padding = np.array([[True, False, False, True, False], [False] * 5])
+    tx = torch.tensor(x, requires_grad=True)
+    tout = tm(tx, src_mask=torch.from_numpy(causal), src_key_padding_mask=torch.from_numpy(padding))
+    xt = hf.tensor(x, requires_grad=True)
+    with np.errstate(all="raise"):
+        out = m(xt, src_mask=hf.tensor(causal), src_key_padding_mask=hf.tensor(padding))
+    assert np.isfinite(npy(out)).all()
+    np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-9, atol=1e-11)
+    if train:
+        tout.sum().backward()
+        out.sum().backward()
+        np.testing.assert_allclose(npy(xt.grad), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+        for (name, p), (_, tp) in zip(m.named_parameters(), tm.named_parameters()):
+            np.testing.assert_allclose(npy(p.grad), tp.grad.numpy(), rtol=1e-8, atol=1e-10,
+                                       err_msg=name)
+    static = hf.jit.to_static(m)
+    np.testing.assert_allclose(
+        npy(static(hf.tensor(x), src_mask=hf.tensor(causal),
+                   src_key_padding_mask=hf.tensor(padding))), npy(out), rtol=1e-12, atol=1e-13)

@@ -42,6 +42,14 @@ def _apply_mask(scores, mask):
     return scores + mask
 
 
+def _softmax_or_zero(scores):
+    """Softmax over keys; a row whose keys are all masked (all -inf) gets zero weights, not the
+    NaN of 0/0 -- what PyTorch's fused path (``need_weights=False``) outputs for such a row.
+    ``masked_fill`` passes no gradient to the filled entries, so the gradient stays finite."""
+    blocked = (scores == -math.inf).all(-1, keepdim=True)
+    return F.softmax(scores.masked_fill(blocked, 0.0), -1).masked_fill(blocked, 0.0)
+
+
 class MultiheadAttention(Module):
     """Multi-head attention, ``softmax(Q K^T / sqrt(head_dim) + mask) V`` per head.
 
@@ -56,7 +64,9 @@ class MultiheadAttention(Module):
     ``(N*num_heads, L, S)``; ``key_padding_mask`` is ``(N, S)``; bool masks mark positions that
     may NOT be attended with True, float masks are added to the scores. Returns ``(output,
     weights)``: weights ``(N, L, S)`` averaged over heads, ``(N, num_heads, L, S)`` with
-    ``average_attn_weights=False``, or None with ``need_weights=False``.
+    ``average_attn_weights=False``, or None with ``need_weights=False``. As in PyTorch, a query
+    whose keys are all masked attends to nothing with ``need_weights=False`` (its output is
+    ``out_proj``'s bias) and gives NaN with ``need_weights=True``.
 
     Example::
 
@@ -207,7 +217,10 @@ class MultiheadAttention(Module):
             scores = _apply_mask(scores, attn_mask)
         if key_padding_mask is not None:
             scores = _apply_mask(scores, key_padding_mask)
-        weights = F.softmax(scores, -1)
+        if need_weights or (attn_mask is None and key_padding_mask is None):
+            weights = F.softmax(scores, -1)
+        else:  # as PyTorch: fully masked rows are zeros here, but NaN in returned weights
+            weights = _softmax_or_zero(scores)
         if self.dropout > 0.0 and self.training:
             weights = F.dropout(weights, self.dropout, True)
         out = weights @ v  # (N, H, L, head_dim)
