@@ -117,7 +117,10 @@ def test_self_attention_unbatched_and_causal():
     np.testing.assert_allclose(npy(out), ref_out[0], rtol=1e-10, atol=1e-12)
     assert weights.shape == (5, 5)
     causal = np.triu(np.ones((5, 5), bool), 1)
-    out, weights = mha(xt, xt, xt, is_causal=True)
+    with pytest.raises(RuntimeError, match=r"^Need attn_mask if specifying the is_causal hint"
+                       r" \(MultiheadAttention.*hf.ones\(5, 5, dtype=hf.bool\).triu\(1\)"):
+        mha(xt, xt, xt, is_causal=True)
+    out, weights = mha(xt, xt, xt, attn_mask=hf.tensor(causal), is_causal=True)
     np.testing.assert_allclose(npy(out), np_mha(mha, x[None], x[None], x[None], causal)[0][0],
                                rtol=1e-10, atol=1e-12)
     assert np.all(npy(weights)[causal] == 0)
@@ -433,3 +436,28 @@ def test_encoder_layer_causal_and_padding_matches_torch(train):
     np.testing.assert_allclose(
         npy(static(hf.tensor(x), src_mask=hf.tensor(causal),
                    src_key_padding_mask=hf.tensor(padding))), npy(out), rtol=1e-12, atol=1e-13)
+
+
+def test_is_causal_needs_a_mask_as_torch():
+    """is_causal=True without attn_mask / src_mask raises PyTorch's RuntimeError, for the
+    attention, the encoder layer (either mode, with or without padding) and the encoder."""
+    x = hf.randn(4, 2, 8)
+    pad = hf.zeros(2, 4, dtype=hf.bool)
+    layer = nn.TransformerEncoderLayer(8, 2, 16)
+    calls = [lambda: nn.MultiheadAttention(8, 2)(x, x, x, is_causal=True, need_weights=False),
+             lambda: layer(x, is_causal=True), lambda: layer(x, src_key_padding_mask=pad,
+                                                               is_causal=True),
+             lambda: layer.eval()(x, is_causal=True),
+             lambda: nn.TransformerEncoder(layer, 2)(x, is_causal=True)]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="^Need attn_mask if specifying the is_causal hint"):
+            call()
+    mask = hf.ones(4, 4, dtype=hf.bool).triu(1)
+    np.testing.assert_array_equal(npy(layer(x, src_mask=mask, is_causal=True)),
+                                  npy(layer(x, src_mask=mask)))
+    torch = pytest.importorskip("torch")
+    tx = torch.randn(4, 2, 8)
+    for tcall in (lambda: torch.nn.MultiheadAttention(8, 2)(tx, tx, tx, is_causal=True),
+                  lambda: torch.nn.TransformerEncoderLayer(8, 2, 16)(tx, is_causal=True)):
+        with pytest.raises(RuntimeError, match="^Need attn_mask if specifying the is_causal hint"):
+            tcall()
