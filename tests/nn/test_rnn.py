@@ -479,3 +479,23 @@ def test_lstm_projection_static_matches_eager(dynamic):
             hf.zeros(2, 2, 3, dtype=hf.float64),
             (hf.zeros(4, 2, 2, dtype=hf.float64), hf.zeros(4, 2, 5, dtype=hf.float64))))
         assert "while" in program
+
+
+def test_lstm_projection_saves_and_exports(tmp_path):
+    lstm = nn.LSTM(3, 5, num_layers=2, proj_size=2)
+    spec = [hf.jit.InputSpec([None, 2, 3])]
+    hf.jit.save(lstm, str(tmp_path / "lstm"), input_spec=spec)
+    loaded = hf.jit.load(str(tmp_path / "lstm"))
+    x = hf.randn(6, 2, 3)
+    out, (h, c) = lstm(x)
+    got = loaded(x)
+    for a, b in zip((got[0], *got[1]), (out, h, c)):
+        np.testing.assert_allclose(npy(a), npy(b), rtol=1e-5, atol=1e-6)
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    hf.onnx.export(lstm, str(tmp_path / "lstm.onnx"), input_spec=spec)
+    session = ort.InferenceSession(str(tmp_path / "lstm.onnx"))
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    assert [g.shape for g in got] == [(6, 2, 2), (2, 2, 2), (2, 2, 5)]
+    for a, b in zip(got, (out, h, c)):
+        np.testing.assert_allclose(a, npy(b), rtol=1e-5, atol=1e-6)
