@@ -361,6 +361,19 @@ def test_attention_fully_masked_rows_without_weights_are_bias(case):
     np.testing.assert_allclose(npy(static(hf.tensor(x))), got, rtol=1e-12, atol=1e-14)
 
 
+def _grads_match_torch(out, tout, x, tx, module, tmodule, rtol, atol):
+    """Backward of out.sum() on both sides: the input's and every parameter's gradient agree
+    (then cleared, for the next case)."""
+    tout.sum().backward()
+    out.sum().backward()
+    np.testing.assert_allclose(npy(x.grad), tx.grad.numpy(), rtol=rtol, atol=atol)
+    for (name, p), (_, tp) in zip(module.named_parameters(), tmodule.named_parameters()):
+        np.testing.assert_allclose(npy(p.grad), tp.grad.numpy(), rtol=rtol, atol=atol,
+                                   err_msg=name)
+        p.grad = None
+        tp.grad = None
+
+
 @pytest.mark.parametrize("train", [True, False])
 def test_fully_masked_rows_match_torch(train):
     torch = pytest.importorskip("torch")
@@ -385,14 +398,7 @@ def test_fully_masked_rows_match_torch(train):
         out, _ = m(xt, xt, xt, need_weights=False,
                    **{key: hf.tensor(a.numpy()) for key, a in tmasks.items()})
         np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
-        tout.sum().backward()
-        out.sum().backward()
-        np.testing.assert_allclose(npy(xt.grad), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
-        for (name, p), (_, tp) in zip(m.named_parameters(), tm.named_parameters()):
-            np.testing.assert_allclose(npy(p.grad), tp.grad.numpy(), rtol=1e-9, atol=1e-12,
-                                       err_msg=name)
-            p.grad = None
-            tp.grad = None
+        _grads_match_torch(out, tout, xt, tx, m, tm, rtol=1e-9, atol=1e-12)
         with torch.no_grad():
             tw_out, tw = tm(tx, tx, tx, **tmasks)
         with np.errstate(all="ignore"):
@@ -426,12 +432,7 @@ def test_encoder_layer_causal_and_padding_matches_torch(train):
     assert np.isfinite(npy(out)).all()
     np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-9, atol=1e-11)
     if train:
-        tout.sum().backward()
-        out.sum().backward()
-        np.testing.assert_allclose(npy(xt.grad), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
-        for (name, p), (_, tp) in zip(m.named_parameters(), tm.named_parameters()):
-            np.testing.assert_allclose(npy(p.grad), tp.grad.numpy(), rtol=1e-8, atol=1e-10,
-                                       err_msg=name)
+        _grads_match_torch(out, tout, xt, tx, m, tm, rtol=1e-8, atol=1e-10)
     static = hf.jit.to_static(m)
     np.testing.assert_allclose(
         npy(static(hf.tensor(x), src_mask=hf.tensor(causal),

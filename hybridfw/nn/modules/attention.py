@@ -62,10 +62,10 @@ class MultiheadAttention(Module):
     average_attn_weights=True, is_causal=False)`` takes ``(L, N, E)`` inputs (``(N, L, E)`` with
     ``batch_first``, or unbatched ``(L, E)``). ``attn_mask`` is ``(L, S)`` or
     ``(N*num_heads, L, S)`` (``is_causal=True`` is only a hint that it is causal: it needs
-    ``attn_mask``, as in PyTorch); ``key_padding_mask`` is ``(N, S)``; bool masks mark positions that
-    may NOT be attended with True, float masks are added to the scores. Returns ``(output,
-    weights)``: weights ``(N, L, S)`` averaged over heads, ``(N, num_heads, L, S)`` with
-    ``average_attn_weights=False``, or None with ``need_weights=False``. As in PyTorch, a query
+    ``attn_mask``, as in PyTorch); ``key_padding_mask`` is ``(N, S)``; bool masks mark
+    positions that may NOT be attended with True, float masks are added to the scores. Returns
+    ``(output, weights)``: weights ``(N, L, S)`` averaged over heads, ``(N, num_heads, L, S)``
+    with ``average_attn_weights=False``, or None with ``need_weights=False``. As in PyTorch, a query
     whose keys are all masked attends to nothing with ``need_weights=False`` (its output is
     ``out_proj``'s bias) and gives NaN with ``need_weights=True``.
 
