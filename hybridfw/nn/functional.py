@@ -24,6 +24,7 @@ from ..dtypes import as_dtype, int64
 from ..dygraph import no_grad
 from ..memory.checkpoint import is_recomputing
 from ..ops import composite as C
+from ..ops import composite_matrix as M
 from ..ops import creation as K
 from ..ops import elementwise as E
 from ..ops import indexing as I
@@ -361,12 +362,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
               scale_grad_by_freq: bool = False, sparse: bool = False):
     """Rows ``weight[input]``; the ``padding_idx`` row gets no gradient. ``max_norm``
     renormalizes (in place) the rows looked up whose ``norm_type``-norm exceeds it.
-    ``sparse`` is accepted, and the gradient is dense."""
+    ``scale_grad_by_freq`` divides each row's gradient by how often its index occurs in
+    ``input``. ``sparse`` is accepted, and the gradient is dense."""
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got "
                          f"shape {tuple(weight.shape)}")
-    if scale_grad_by_freq:
-        raise ValueError("embedding: scale_grad_by_freq=True is not supported")
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
@@ -375,14 +375,17 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         padding_idx %= num
     if max_norm is not None:
         _renormalize_rows(input, weight, float(max_norm), float(norm_type))
-    return apply(N.embedding, weight, input, padding_idx=padding_idx)
+    return apply(N.embedding, weight, input, padding_idx=padding_idx,
+                 scale_grad_by_freq=bool(scale_grad_by_freq))
 
 
 def _renormalize_rows(input, weight, max_norm, norm_type):
     with no_grad():
         flat = C.reshape(input, -1)
         rows = apply(N.embedding, weight, flat, padding_idx=None)
-        norms = C.sum(apply(E.abs_, rows) ** norm_type, -1, keepdim=True) ** (1 / norm_type)
+        # any norm_type, inf/-inf (largest/smallest |w|) and 0 (non-zeros) too, as torch's
+        # embedding_renorm_: rows above max_norm are scaled by max_norm / (norm + 1e-7)
+        norms = M.norm(rows, norm_type, -1, keepdim=True)
         scale = apply(E.where, norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         # a repeated index writes the same row twice: no accumulation needed
         apply_inplace(I.index_put, weight, weight, rows * scale, flat, spec=(("tensor",),))

@@ -19,6 +19,7 @@ from . import composite as C
 from . import elementwise as E
 from . import reduction as R
 from .conv import conv2d, conv2d_input_grad, conv2d_weight_grad
+from .factories import ones_like
 from .infer import check_float, normalize_dim
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d, max_pool2d_indices
 from ..backend import add_at
@@ -332,7 +333,7 @@ binary_cross_entropy = register(
 
 
 # --------------------------------------------------------------------------- embedding
-def _embedding_infer(weight, indices, *, padding_idx):
+def _embedding_infer(weight, indices, *, padding_idx, scale_grad_by_freq=False):
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got "
                          f"shape {tuple(weight.shape)}")
@@ -348,18 +349,22 @@ def _check_rows(xp, indices, n):
                          f"in [{int(indices.min())}, {int(indices.max())}])")
 
 
-def _embedding_kernel(xp, weight, indices, *, padding_idx):
+def _embedding_kernel(xp, weight, indices, *, padding_idx, scale_grad_by_freq=False):
     _check_rows(xp, indices, weight.shape[0])
     return xp.take(weight, indices, axis=0)
 
 
-def _embedding_backward_infer(g, indices, *, num_weights, padding_idx):
+def _embedding_backward_infer(g, indices, *, num_weights, padding_idx, scale_grad_by_freq=False):
     return (num_weights, g.shape[-1]), g.dtype, None
 
 
-def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
+def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx,
+                               scale_grad_by_freq=False):
     rows = indices.reshape(-1)
     grads = g.reshape(rows.shape[0], -1)
+    if scale_grad_by_freq:  # each row's gradient over the number of times it was looked up
+        counts = xp.bincount(rows, minlength=num_weights).astype(g.dtype)
+        grads = grads / counts[rows][:, None]
     if padding_idx is not None:  # the padding row gets no gradient
         keep = rows != padding_idx
         rows, grads = rows[keep], grads[keep]
@@ -368,8 +373,18 @@ def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx):
     return out
 
 
-def _embedding_backward_grad(gg, out, g, indices, *, num_weights, padding_idx):
+def _lookup_counts(indices, num_weights, dtype):
+    """How often each position's index occurs in ``indices``, shaped ``indices.shape + (1,)``."""
+    ones = ones_like(C.unsqueeze(indices, -1), dtype=dtype)
+    table = apply(embedding_backward, ones, indices, num_weights=num_weights, padding_idx=None)
+    return apply(embedding, table, indices, padding_idx=None)
+
+
+def _embedding_backward_grad(gg, out, g, indices, *, num_weights, padding_idx,
+                             scale_grad_by_freq=False):
     rows = apply(embedding, gg, indices, padding_idx=padding_idx)
+    if scale_grad_by_freq:
+        rows = rows / _lookup_counts(indices, num_weights, gg.dtype)
     if padding_idx is None:
         return rows
     return apply(E.where, C.unsqueeze(indices == padding_idx, -1), 0.0, rows)
@@ -377,14 +392,16 @@ def _embedding_backward_grad(gg, out, g, indices, *, num_weights, padding_idx):
 
 embedding = register(
     "embedding", infer=_embedding_infer, kernel=_embedding_kernel, save=(1,),
-    vjp=(lambda g, out, weight, indices, *, padding_idx:
+    vjp=(lambda g, out, weight, indices, *, padding_idx, scale_grad_by_freq=False:
          apply(embedding_backward, g, indices, num_weights=weight.shape[0],
-               padding_idx=padding_idx), None),
-    doc="Rows of a table: weight[indices]; the padding_idx row receives no gradient.")
+               padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq), None),
+    doc="Rows of a table: weight[indices]; the padding_idx row receives no gradient, and with "
+        "scale_grad_by_freq each row's gradient is divided by its number of lookups.")
 embedding_backward = register(
     "embedding_backward", infer=_embedding_backward_infer, kernel=_embedding_backward_kernel,
     save=(1,), vjp=(_embedding_backward_grad, None),
-    doc="Sum each index's gradient row into a (num_weights, dim) table.")
+    doc="Sum each index's gradient row into a (num_weights, dim) table (each row divided by its "
+        "index's count with scale_grad_by_freq).")
 
 
 # --------------------------------------------------------------------------- one_hot
@@ -456,7 +473,7 @@ def _onnx_bce(ctx, x, y):
                             ctx.node("Mul", [t, log_p])])
 
 
-def _onnx_embedding(ctx, weight, indices, *, padding_idx):
+def _onnx_embedding(ctx, weight, indices, *, padding_idx, scale_grad_by_freq=False):
     return ctx.node("Gather", [weight, ctx.cast(indices, ctx.metas[1].dtype, "int64")], axis=0)
 
 

@@ -117,7 +117,10 @@ def test_self_attention_unbatched_and_causal():
     np.testing.assert_allclose(npy(out), ref_out[0], rtol=1e-10, atol=1e-12)
     assert weights.shape == (5, 5)
     causal = np.triu(np.ones((5, 5), bool), 1)
-    out, weights = mha(xt, xt, xt, is_causal=True)
+    with pytest.raises(RuntimeError, match=r"^Need attn_mask if specifying the is_causal hint"
+                       r" \(MultiheadAttention.*hf.ones\(5, 5, dtype=hf.bool\).triu\(1\)"):
+        mha(xt, xt, xt, is_causal=True)
+    out, weights = mha(xt, xt, xt, attn_mask=hf.tensor(causal), is_causal=True)
     np.testing.assert_allclose(npy(out), np_mha(mha, x[None], x[None], x[None], causal)[0][0],
                                rtol=1e-10, atol=1e-12)
     assert np.all(npy(weights)[causal] == 0)
@@ -295,3 +298,167 @@ def test_encoder_layer_matches_torch(norm_first):
         for (name, p), (tname, tp) in zip(m.named_parameters(), tm.named_parameters()):
             assert name == tname
             np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), atol=1e-4, rtol=1e-4)
+
+
+# ---- fully masked query rows ---------------------------------------------------------------------
+def _fully_masked_cases():
+    """(attn_mask, key_padding_mask) pairs, (L, S) = (4, 4), N = 2, each with query rows whose
+    keys are all masked: every key padded for batch element 0; causal + key 0 padded (query 0
+    of batch element 0 sees nothing); a float -inf row of attn_mask."""
+    causal = np.triu(np.ones((4, 4), bool), 1)
+    float_mask = np.zeros((4, 4))
+    float_mask[2] = -np.inf
+    return [(None, np.array([[True] * 4, [False, True, False, False]])),
+            (causal, np.array([[True, False, False, False], [False] * 4])),
+            (float_mask, None)]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_attention_fully_masked_rows_without_weights_are_bias(case):
+    """need_weights=False: a query that may attend to no key contributes zeros (its output is
+    out_proj's bias, as PyTorch's fused path), finite gradients and no numpy warning;
+    need_weights=True keeps PyTorch's NaN for that row."""
+    attn_mask, padding = _fully_masked_cases()[case]
+    mha = randomize(nn.MultiheadAttention(8, 2, batch_first=True).double(), 11)
+    x = np.random.default_rng(12).standard_normal((2, 4, 8))
+    masks = {key: hf.tensor(m) for key, m in (("attn_mask", attn_mask),
+                                              ("key_padding_mask", padding)) if m is not None}
+    scores_masked = np.zeros((2, 4, 4), bool)
+    if attn_mask is not None:
+        scores_masked |= np.isneginf(attn_mask) if attn_mask.dtype != bool else attn_mask
+    if padding is not None:
+        scores_masked |= padding[:, None, :]
+    dead = scores_masked.all(-1)  # (N, L) queries with no key left
+    assert dead.any() and not dead.all()
+    xt = hf.tensor(x, requires_grad=True)
+    with np.errstate(all="raise"):
+        out, weights = mha(xt, xt, xt, need_weights=False, **masks)
+    assert weights is None
+    got = npy(out)
+    bias = npy(mha.out_proj.bias)
+    np.testing.assert_allclose(got[dead], np.broadcast_to(bias, got[dead].shape), rtol=1e-12)
+    # the other rows: the numpy reference (its NaN rows are exactly the dead ones)
+    with np.errstate(all="ignore"):
+        ref_out, _ = np_mha(mha, x, x, x, attn_mask, padding)
+    assert np.isnan(ref_out[dead]).all()
+    np.testing.assert_allclose(got[~dead], ref_out[~dead], rtol=1e-10, atol=1e-12)
+    with np.errstate(all="raise"):
+        out.sum().backward()
+    grads = [npy(xt.grad)] + [npy(p.grad) for p in mha.parameters()]
+    assert all(np.isfinite(g).all() for g in grads)
+    check_grads(lambda: mha(xt, xt, xt, need_weights=False, **masks)[0],
+                [xt, *mha.parameters()])
+    # need_weights=True: NaN rows, as PyTorch
+    with np.errstate(all="ignore"):
+        out_w, weights = mha(xt, xt, xt, **masks)
+    assert np.isnan(npy(out_w)[dead]).all() and np.isnan(npy(weights)[dead]).all()
+    np.testing.assert_allclose(npy(out_w)[~dead], ref_out[~dead], rtol=1e-10, atol=1e-12)
+    # eager == static
+    def attend(a):
+        return mha(a, a, a, need_weights=False, **masks)[0]
+
+    static = hf.jit.to_static(attend)
+    np.testing.assert_allclose(npy(static(hf.tensor(x))), got, rtol=1e-12, atol=1e-14)
+
+
+def _grads_match_torch(out, tout, x, tx, module, tmodule, rtol, atol):
+    """Backward of out.sum() on both sides: the input's and every parameter's gradient agree
+    (then cleared, for the next case)."""
+    tout.sum().backward()
+    out.sum().backward()
+    np.testing.assert_allclose(npy(x.grad), tx.grad.numpy(), rtol=rtol, atol=atol)
+    for (name, p), (_, tp) in zip(module.named_parameters(), tmodule.named_parameters()):
+        np.testing.assert_allclose(npy(p.grad), tp.grad.numpy(), rtol=rtol, atol=atol,
+                                   err_msg=name)
+        p.grad = None
+        tp.grad = None
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_fully_masked_rows_match_torch(train):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    tm = torch.nn.MultiheadAttention(8, 2, dropout=0.0).double()
+    m = nn.MultiheadAttention(8, 2).double()
+    _load_from_torch(m, tm)
+    with torch.no_grad():  # non-zero biases, so the fully masked rows show out_proj's bias
+        for p in (tm.in_proj_bias, tm.out_proj.bias):
+            p.normal_()
+    _load_from_torch(m, tm)
+    tm.train(train)
+    m.train(train)
+    x = np.random.default_rng(13).standard_normal((4, 2, 8))
+    for attn_mask, padding in _fully_masked_cases():
+        tmasks = {key: torch.from_numpy(a) for key, a in (("attn_mask", attn_mask),
+                                                          ("key_padding_mask", padding))
+                  if a is not None}
+        tx = torch.tensor(x, requires_grad=True)
+        tout, _ = tm(tx, tx, tx, need_weights=False, **tmasks)
+        xt = hf.tensor(x, requires_grad=True)
+        out, _ = m(xt, xt, xt, need_weights=False,
+                   **{key: hf.tensor(a.numpy()) for key, a in tmasks.items()})
+        np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        _grads_match_torch(out, tout, xt, tx, m, tm, rtol=1e-9, atol=1e-12)
+        with torch.no_grad():
+            tw_out, tw = tm(tx, tx, tx, **tmasks)
+        with np.errstate(all="ignore"):
+            w_out, w = m(xt, xt, xt, **{key: hf.tensor(a.numpy()) for key, a in tmasks.items()})
+        np.testing.assert_array_equal(np.isnan(npy(w_out)), np.isnan(tw_out.numpy()))
+        np.testing.assert_allclose(npy(w), tw.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_encoder_layer_causal_and_padding_matches_torch(train):
+    """TransformerEncoderLayer always takes the need_weights=False path: query 0 of a sequence
+    whose key 0 is padded, under a causal mask, sees no key (PyTorch: zeros, not NaN)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(4)
+    tm = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double()
+    m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double()
+    with torch.no_grad():
+        for p in (tm.self_attn.in_proj_bias, tm.self_attn.out_proj.bias):
+            p.normal_()
+    _load_from_torch(m, tm)
+    tm.train(train)
+    m.train(train)
+    x = np.random.default_rng(14).standard_normal((2, 5, 8))
+    causal = np.triu(np.ones((5, 5), bool), 1)
+    padding = np.array([[True, False, False, True, False], [False] * 5])
+    tx = torch.tensor(x, requires_grad=True)
+    tout = tm(tx, src_mask=torch.from_numpy(causal), src_key_padding_mask=torch.from_numpy(padding))
+    xt = hf.tensor(x, requires_grad=True)
+    with np.errstate(all="raise"):
+        out = m(xt, src_mask=hf.tensor(causal), src_key_padding_mask=hf.tensor(padding))
+    assert np.isfinite(npy(out)).all()
+    np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-9, atol=1e-11)
+    if train:
+        _grads_match_torch(out, tout, xt, tx, m, tm, rtol=1e-8, atol=1e-10)
+    static = hf.jit.to_static(m)
+    np.testing.assert_allclose(
+        npy(static(hf.tensor(x), src_mask=hf.tensor(causal),
+                   src_key_padding_mask=hf.tensor(padding))), npy(out), rtol=1e-12, atol=1e-13)
+
+
+def test_is_causal_needs_a_mask_as_torch():
+    """is_causal=True without attn_mask / src_mask raises PyTorch's RuntimeError, for the
+    attention, the encoder layer (either mode, with or without padding) and the encoder."""
+    x = hf.randn(4, 2, 8)
+    pad = hf.zeros(2, 4, dtype=hf.bool)
+    layer = nn.TransformerEncoderLayer(8, 2, 16)
+    calls = [lambda: nn.MultiheadAttention(8, 2)(x, x, x, is_causal=True, need_weights=False),
+             lambda: layer(x, is_causal=True), lambda: layer(x, src_key_padding_mask=pad,
+                                                               is_causal=True),
+             lambda: layer.eval()(x, is_causal=True),
+             lambda: nn.TransformerEncoder(layer, 2)(x, is_causal=True)]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="^Need attn_mask if specifying the is_causal hint"):
+            call()
+    mask = hf.ones(4, 4, dtype=hf.bool).triu(1)
+    np.testing.assert_array_equal(npy(layer(x, src_mask=mask, is_causal=True)),
+                                  npy(layer(x, src_mask=mask)))
+    torch = pytest.importorskip("torch")
+    tx = torch.randn(4, 2, 8)
+    for tcall in (lambda: torch.nn.MultiheadAttention(8, 2)(tx, tx, tx, is_causal=True),
+                  lambda: torch.nn.TransformerEncoderLayer(8, 2, 16)(tx, is_causal=True)):
+        with pytest.raises(RuntimeError, match="^Need attn_mask if specifying the is_causal hint"):
+            tcall()

@@ -381,6 +381,12 @@ OPS = [
     Row("embedding_padding_idx", lambda w, i: F.embedding(i, w, padding_idx=3) ** 2,
         lambda w, i: w[i] ** 2, [Inp((4, 3)), EMB_IDX], fd=False,
         torch_fn=lambda w, i: _tf().embedding(i, w, padding_idx=3) ** 2),
+    # gradient rows divided by their lookup counts: a convention, not the derivative
+    Row("embedding_scale_grad_by_freq",
+        lambda w, i: F.embedding(i, w, padding_idx=3, scale_grad_by_freq=True) ** 2,
+        lambda w, i: w[i] ** 2, [Inp((4, 3)), EMB_IDX], fd=False,
+        torch_fn=lambda w, i: _tf().embedding(i, w, padding_idx=3,
+                                              scale_grad_by_freq=True) ** 2),
     Row("pad_constant", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5) ** 2,
         lambda x: np.pad(x, ((0, 0), (0, 1), (1, 2)), constant_values=0.5) ** 2,
         [Inp((2, 3, 4))], order=2),
@@ -803,6 +809,72 @@ def test_embedding_max_norm_renormalizes_rows_in_place():
     np.testing.assert_allclose(to_numpy(w)[1], [0.3, 0.4])
     np.testing.assert_allclose(to_numpy(w)[2], [6.0, 8.0])  # not looked up: untouched
     np.testing.assert_allclose(to_numpy(out)[2], [0.6, 0.8], rtol=1e-6)
+
+
+@pytest.mark.parametrize("norm_type", [math.inf, -math.inf, 0.0, 1.0, 3.0])
+def test_embedding_max_norm_any_norm_type(norm_type):
+    """Rows looked up whose norm_type-norm exceeds max_norm are scaled in place by
+    max_norm / (norm + 1e-7), for every norm type (inf was never applied)."""
+    table = np.array([[3.0, -4.0, 0.0], [0.3, 0.4, 0.1], [6.0, 8.0, 1.0], [0.5, -2.5, 0.2]])
+    idx = np.array([[0, 1], [0, 3]])
+    ref = table.copy()
+    for r in np.unique(idx):
+        a = np.abs(ref[r])
+        norm = {math.inf: a.max(), -math.inf: a.min(), 0.0: np.count_nonzero(a)}.get(
+            norm_type, (a ** norm_type).sum() ** (1 / norm_type) if norm_type else 0)
+        if norm > 1.5:
+            ref[r] *= 1.5 / (norm + 1e-7)
+    w = hf.tensor(table.copy())
+    out = F.embedding(hf.tensor(idx), w, max_norm=1.5, norm_type=norm_type)
+    np.testing.assert_allclose(to_numpy(w), ref, rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(out), ref[idx], rtol=1e-12)
+    if norm_type == math.inf:
+        assert not np.allclose(ref, table)  # the inf-norm rows 0 and 3 were rescaled
+    torch = pytest.importorskip("torch")
+    tw = torch.tensor(table.copy())
+    tout = torch.nn.functional.embedding(torch.tensor(idx), tw, max_norm=1.5,
+                                         norm_type=norm_type)
+    np.testing.assert_allclose(to_numpy(w), tw.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(out), tout.numpy(), rtol=1e-12)
+
+
+def test_embedding_max_norm_inf_module_static_matches_eager():
+    table = np.array([[3.0, -4.0], [0.3, 0.4], [0.5, -2.5]])
+    eager = hf.nn.Embedding(3, 2, max_norm=1.0, norm_type=math.inf,
+                            _weight=hf.tensor(table.copy()))
+    static = hf.jit.to_static(hf.nn.Embedding(3, 2, max_norm=1.0, norm_type=math.inf,
+                                              _weight=hf.tensor(table.copy())))
+    idx = hf.tensor([0, 2, 0])
+    np.testing.assert_allclose(to_numpy(static(idx)), to_numpy(eager(idx)), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(static.weight), to_numpy(eager.weight), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(eager.weight)[[0, 2]],
+                               table[[0, 2]] / (np.abs(table[[0, 2]]).max(1, keepdims=True)
+                                                + 1e-7))
+
+
+def test_embedding_scale_grad_by_freq_divides_by_counts():
+    idx = np.array([[1, 3, 1], [1, 0, 3]])
+    g = np.arange(1.0, 25.0).reshape(2, 3, 4)
+    counts = np.bincount(idx.ravel(), minlength=5)
+    expected = np.zeros((5, 4))
+    np.add.at(expected, idx.ravel(), g.reshape(-1, 4) / counts[idx.ravel()][:, None])
+    emb = hf.nn.Embedding(5, 4, scale_grad_by_freq=True, dtype="float64")
+    w = emb.weight
+    (emb(hf.tensor(idx)) * hf.tensor(g)).sum().backward()
+    np.testing.assert_allclose(to_numpy(w.grad), expected, rtol=1e-12)
+    assert not np.allclose(expected[1], g.reshape(-1, 4)[[0, 2, 3]].sum(0))  # really scaled
+    # double backward: d(sum(c * grad_w)) / d(upstream g) = c[idx] / counts[idx]
+    c = np.random.default_rng(3).standard_normal((5, 4))
+    gt = hf.tensor(g, requires_grad=True)
+    out = F.embedding(hf.tensor(idx), w, scale_grad_by_freq=True)
+    (gw,) = hf.autograd.grad((out * gt).sum(), [w], create_graph=True)
+    (gw * hf.tensor(c)).sum().backward()
+    np.testing.assert_allclose(to_numpy(gt.grad), c[idx] / counts[idx][..., None], rtol=1e-12)
+    # to_static: the same gradient in a static program
+    static = hf.jit.to_static(hf.nn.Embedding(5, 4, scale_grad_by_freq=True,
+                                              dtype="float64"))
+    (static(hf.tensor(idx)) * hf.tensor(g)).sum().backward()
+    np.testing.assert_allclose(to_numpy(static.weight.grad), expected, rtol=1e-12)
 
 
 def test_embedding_padding_idx_gets_no_gradient():

@@ -2,11 +2,14 @@
 finite differences; PyTorch as an extra oracle when installed."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import hybridfw as hf
 from hybridfw import nn
+from hybridfw.nn.modules.rnn import RNNBase
 
 
 def npy(t):
@@ -47,9 +50,9 @@ def np_sequence(module, x, h0=None, c0=None):
     p = {k: npy(v) for k, v in module.named_parameters()}
     dirs = 2 if module.bidirectional else 1
     steps, batch, hidden = x.shape[0], x.shape[1], module.hidden_size
-    zeros = np.zeros((module.num_layers * dirs, batch, hidden))
-    h0 = zeros if h0 is None else h0
-    c0 = zeros if c0 is None else c0
+    proj = getattr(module, "proj_size", 0)
+    h0 = np.zeros((module.num_layers * dirs, batch, proj or hidden)) if h0 is None else h0
+    c0 = np.zeros((module.num_layers * dirs, batch, hidden)) if c0 is None else c0
     hs, cs, inp = [], [], x
     for layer in range(module.num_layers):
         outs = []
@@ -62,6 +65,8 @@ def np_sequence(module, x, h0=None, c0=None):
             for t in (range(steps) if d == 0 else reversed(range(steps))):
                 if module.mode == "LSTM":
                     h, c = np_lstm_cell(inp[t], h, c, *w)
+                    if proj:  # the projected hidden state feeds the next step and the output
+                        h = h @ p["weight_hr" + sfx].T
                 elif module.mode == "GRU":
                     h = np_gru_cell(inp[t], h, *w)
                 else:
@@ -219,8 +224,19 @@ def test_errors_name_the_layer_and_shapes():
         nn.GRUCell(3, 4)(hf.ones(2, 3), hf.zeros(3, 4))
     with pytest.raises(ValueError, match=r"LSTMCell.*input_size=3"):
         nn.LSTMCell(3, 4)(hf.ones(2, 5))
-    with pytest.raises(ValueError, match="proj_size"):
-        nn.LSTM(3, 4, proj_size=2)
+    with pytest.raises(ValueError, match=r"LSTM.*proj_size has to be smaller than hidden_size"
+                                         r".*proj_size=4 and hidden_size=4"):
+        nn.LSTM(3, 4, proj_size=4)
+    with pytest.raises(ValueError, match=r"LSTM.*proj_size should be a positive integer.*-1"):
+        nn.LSTM(3, 4, proj_size=-1)
+    with pytest.raises(TypeError, match=r"LSTM.*proj_size should be of type int, got float"):
+        nn.LSTM(3, 4, proj_size=2.0)
+    with pytest.raises(ValueError, match=r"proj_size argument is only supported for LSTM"):
+        RNNBase("GRU", 3, 4, proj_size=2)
+    with pytest.raises(ValueError, match=r"LSTM.*h_0.*\(1, 2, 2\).*\(1, 2, 4\)"):
+        nn.LSTM(3, 4, proj_size=2)(hf.ones(5, 2, 3), (hf.zeros(1, 2, 4), hf.zeros(1, 2, 4)))
+    with pytest.raises(ValueError, match=r"LSTM.*c_0.*\(1, 2, 4\).*\(1, 2, 2\)"):
+        nn.LSTM(3, 4, proj_size=2)(hf.ones(5, 2, 3), (hf.zeros(1, 2, 2), hf.zeros(1, 2, 2)))
 
 
 # ---- PyTorch as an extra oracle ----------------------------------------------------------------
@@ -340,3 +356,146 @@ def test_dynamic_length_lstm_saves_and_exports(tmp_path):
         x = hf.randn(steps, 2, 3)
         got = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
         np.testing.assert_allclose(got, npy(lstm(x)[0]), rtol=1e-5, atol=1e-6)
+
+
+# ---- LSTM projections (proj_size > 0) -----------------------------------------------------------
+def test_lstm_projection_parameters_follow_pytorch():
+    lstm = nn.LSTM(3, 5, num_layers=2, bidirectional=True, proj_size=2)
+    shapes = {n: p.shape for n, p in lstm.named_parameters()}
+    assert list(shapes)[:10] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                                 "weight_hr_l0", "weight_ih_l0_reverse", "weight_hh_l0_reverse",
+                                 "bias_ih_l0_reverse", "bias_hh_l0_reverse",
+                                 "weight_hr_l0_reverse"]
+    assert shapes["weight_hh_l0"] == (20, 2) and shapes["weight_hr_l0"] == (2, 5)
+    assert shapes["weight_ih_l1"] == (20, 4) and shapes["weight_hr_l1_reverse"] == (2, 5)
+    assert len(lstm.all_weights) == 4 and len(lstm.all_weights[0]) == 5
+    bound = 1 / math.sqrt(5)
+    assert all(np.abs(npy(p)).max() <= bound for p in lstm.parameters())
+    no_bias = nn.LSTM(3, 5, bias=False, proj_size=2)
+    assert [n for n, _ in no_bias.named_parameters()] == ["weight_ih_l0", "weight_hh_l0",
+                                                          "weight_hr_l0"]
+    assert repr(lstm) == "LSTM(3, 5, proj_size=2, num_layers=2, bidirectional=True)"
+    torch = pytest.importorskip("torch")
+    tl = torch.nn.LSTM(3, 5, num_layers=2, bidirectional=True, proj_size=2)
+    assert [(n, tuple(p.shape)) for n, p in tl.named_parameters()] == list(shapes.items())
+    assert repr(tl) == repr(lstm)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_projection_against_numpy_and_gradients(bidirectional):
+    lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=bidirectional, proj_size=2).double()
+    dirs = 2 if bidirectional else 1
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((5, 2, 3))
+    h0, c0 = rng.standard_normal((2 * dirs, 2, 2)), rng.standard_normal((2 * dirs, 2, 4))
+    for state in (None, (h0, c0)):
+        ref_out, ref_h, ref_c = np_sequence(lstm, x, *(state or ()))
+        out, (h, c) = lstm(hf.tensor(x), None if state is None else
+                           tuple(hf.tensor(a) for a in state))
+        assert out.shape == (5, 2, 2 * dirs) and h.shape == (2 * dirs, 2, 2)
+        assert c.shape == (2 * dirs, 2, 4)
+        np.testing.assert_allclose(npy(out), ref_out, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(npy(h), ref_h, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(npy(c), ref_c, rtol=1e-10, atol=1e-12)
+    xt = hf.tensor(x[:3], requires_grad=True)
+    h0t, c0t = hf.tensor(h0, requires_grad=True), hf.tensor(c0, requires_grad=True)
+
+    def loss():
+        out, (h, c) = lstm(xt, (h0t, c0t))
+        return (out * out).sum() + (h * c[..., :2]).sum() + c.sum()
+    check_grads(loss, [xt, h0t, c0t, *lstm.parameters()])
+    # unbatched input: the same as a batch of one
+    out1, (h1, c1) = lstm(hf.tensor(x[:, 0]))
+    ref_out, ref_h, ref_c = np_sequence(lstm, x[:, :1])
+    np.testing.assert_allclose(npy(out1), ref_out[:, 0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(npy(h1), ref_h[:, 0], rtol=1e-10, atol=1e-12)
+
+
+def test_lstm_projection_matches_torch_forward_and_backward():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(5)
+    rng = np.random.default_rng(22)
+    for kwargs in ({"num_layers": 2, "bidirectional": True, "batch_first": True},
+                   {"num_layers": 3, "bias": False}, {}):
+        tm = torch.nn.LSTM(3, 6, proj_size=4, **kwargs).double()
+        m = nn.LSTM(3, 6, proj_size=4, **kwargs).double()
+        _load_from_torch(m, tm)
+        dl = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+        x = rng.standard_normal((2, 7, 3) if kwargs.get("batch_first") else (7, 2, 3))
+        h0, c0 = rng.standard_normal((dl, 2, 4)), rng.standard_normal((dl, 2, 6))
+        for given in (False, True):
+            tx = torch.tensor(x, requires_grad=True)
+            th0 = torch.tensor(h0, requires_grad=True)
+            xt, h0t = hf.tensor(x, requires_grad=True), hf.tensor(h0, requires_grad=True)
+            tout, (th, tc) = tm(tx, (th0, torch.tensor(c0)) if given else None)
+            out, (h, c) = m(xt, (h0t, hf.tensor(c0)) if given else None)
+            for a, b in ((out, tout), (h, th), (c, tc)):
+                assert a.shape == tuple(b.shape)
+                np.testing.assert_allclose(npy(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+            w = rng.standard_normal(out.shape)
+            (tout * torch.tensor(w)).sum().add(th.sum() * 2 + tc.sum() * 3).backward()
+            ((out * hf.tensor(w)).sum() + h.sum() * 2 + c.sum() * 3).backward()
+            np.testing.assert_allclose(npy(xt.grad), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+            if given:
+                np.testing.assert_allclose(npy(h0t.grad), th0.grad.numpy(), rtol=1e-9,
+                                           atol=1e-12)
+            for (name, p), (tname, tp) in zip(m.named_parameters(), tm.named_parameters()):
+                assert name == tname
+                np.testing.assert_allclose(npy(p.grad), tp.grad.numpy(), rtol=1e-9, atol=1e-12,
+                                           err_msg=name)
+            m.zero_grad()
+            tm.zero_grad()
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_lstm_projection_static_matches_eager(dynamic):
+    """to_static: the unrolled recurrence (lengths known) and the while loop (an InputSpec with
+    None dims) both give eager's outputs and gradients."""
+    module = nn.LSTM(3, 5, num_layers=2, bidirectional=True, proj_size=2).double()
+    spec = None
+    if dynamic:
+        spec = [hf.jit.InputSpec([None, None, 3], "float64"),
+                (hf.jit.InputSpec([4, None, 2], "float64"),
+                 hf.jit.InputSpec([4, None, 5], "float64"))]
+    static = hf.jit.to_static(module, input_spec=spec)
+    rng = np.random.default_rng(23)
+    for steps, batch in ((4, 3), (2, 2)) if dynamic else ((4, 3),):
+        x = rng.standard_normal((steps, batch, 3))
+        h0, c0 = rng.standard_normal((4, batch, 2)), rng.standard_normal((4, batch, 5))
+        results = []
+        for run in (static, module):
+            xt, h0t = hf.tensor(x, requires_grad=True), hf.tensor(h0, requires_grad=True)
+            out, (h, c) = run(xt, (h0t, hf.tensor(c0)))
+            (out.sum() + (h * h).sum() + c.sum()).backward()
+            results.append([npy(out), npy(h), npy(c), npy(xt.grad), npy(h0t.grad)]
+                           + [npy(p.grad) for p in module.parameters()])
+            module.zero_grad()
+        ref_out, ref_h, ref_c = np_sequence(module, x, h0, c0)
+        np.testing.assert_allclose(results[0][0], ref_out, rtol=1e-10, atol=1e-12)
+        for got, want in zip(*results):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    if dynamic:
+        program = str(static.forward.get_program(
+            hf.zeros(2, 2, 3, dtype=hf.float64),
+            (hf.zeros(4, 2, 2, dtype=hf.float64), hf.zeros(4, 2, 5, dtype=hf.float64))))
+        assert "while" in program
+
+
+def test_lstm_projection_saves_and_exports(tmp_path):
+    lstm = nn.LSTM(3, 5, num_layers=2, proj_size=2)
+    spec = [hf.jit.InputSpec([None, 2, 3])]
+    hf.jit.save(lstm, str(tmp_path / "lstm"), input_spec=spec)
+    loaded = hf.jit.load(str(tmp_path / "lstm"))
+    x = hf.randn(6, 2, 3)
+    out, (h, c) = lstm(x)
+    got = loaded(x)
+    for a, b in zip((got[0], *got[1]), (out, h, c)):
+        np.testing.assert_allclose(npy(a), npy(b), rtol=1e-5, atol=1e-6)
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    hf.onnx.export(lstm, str(tmp_path / "lstm.onnx"), input_spec=spec)
+    session = ort.InferenceSession(str(tmp_path / "lstm.onnx"))
+    got = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    assert [g.shape for g in got] == [(6, 2, 2), (2, 2, 2), (2, 2, 5)]
+    for a, b in zip(got, (out, h, c)):
+        np.testing.assert_allclose(a, npy(b), rtol=1e-5, atol=1e-6)

@@ -5,7 +5,7 @@ import math
 
 from ...dtypes import bool_
 from ...ops.composite import cat
-from ...ops.factories import arange, empty, zeros
+from ...ops.factories import empty, zeros
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -42,6 +42,14 @@ def _apply_mask(scores, mask):
     return scores + mask
 
 
+def _softmax_or_zero(scores):
+    """Softmax over keys; a row whose keys are all masked (all -inf) gets zero weights, not the
+    NaN of 0/0 -- what PyTorch's fused path (``need_weights=False``) outputs for such a row.
+    ``masked_fill`` passes no gradient to the filled entries, so the gradient stays finite."""
+    blocked = (scores == -math.inf).all(-1, keepdim=True)
+    return F.softmax(scores.masked_fill(blocked, 0.0), -1).masked_fill(blocked, 0.0)
+
+
 class MultiheadAttention(Module):
     """Multi-head attention, ``softmax(Q K^T / sqrt(head_dim) + mask) V`` per head.
 
@@ -53,10 +61,13 @@ class MultiheadAttention(Module):
     ``forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
     average_attn_weights=True, is_causal=False)`` takes ``(L, N, E)`` inputs (``(N, L, E)`` with
     ``batch_first``, or unbatched ``(L, E)``). ``attn_mask`` is ``(L, S)`` or
-    ``(N*num_heads, L, S)``; ``key_padding_mask`` is ``(N, S)``; bool masks mark positions that
-    may NOT be attended with True, float masks are added to the scores. Returns ``(output,
-    weights)``: weights ``(N, L, S)`` averaged over heads, ``(N, num_heads, L, S)`` with
-    ``average_attn_weights=False``, or None with ``need_weights=False``.
+    ``(N*num_heads, L, S)`` (``is_causal=True`` is only a hint that it is causal: it needs
+    ``attn_mask``, as in PyTorch); ``key_padding_mask`` is ``(N, S)``; bool masks mark
+    positions that may NOT be attended with True, float masks are added to the scores. Returns
+    ``(output, weights)``: weights ``(N, L, S)`` averaged over heads, ``(N, num_heads, L, S)``
+    with ``average_attn_weights=False``, or None with ``need_weights=False``. As in PyTorch, a query
+    whose keys are all masked attends to nothing with ``need_weights=False`` (its output is
+    ``out_proj``'s bias) and gives NaN with ``need_weights=True``.
 
     Example::
 
@@ -207,7 +218,10 @@ class MultiheadAttention(Module):
             scores = _apply_mask(scores, attn_mask)
         if key_padding_mask is not None:
             scores = _apply_mask(scores, key_padding_mask)
-        weights = F.softmax(scores, -1)
+        if need_weights or (attn_mask is None and key_padding_mask is None):
+            weights = F.softmax(scores, -1)
+        else:  # as PyTorch: fully masked rows are zeros here, but NaN in returned weights
+            weights = _softmax_or_zero(scores)
         if self.dropout > 0.0 and self.training:
             weights = F.dropout(weights, self.dropout, True)
         out = weights @ v  # (N, H, L, head_dim)
@@ -226,9 +240,10 @@ class MultiheadAttention(Module):
         """Validate the masks and shape them to broadcast against (N, H, L, S) scores."""
         extra = 1 if self.bias_k is not None else 0  # add_bias_kv appends one key
         keys = src_len - extra
-        if attn_mask is None and is_causal:
-            attn_mask = arange(keys, device=self.out_proj.weight.device)[None, :] > \
-                arange(tgt_len, device=self.out_proj.weight.device)[:, None]
+        if attn_mask is None and is_causal:  # as PyTorch: is_causal only hints at attn_mask
+            raise RuntimeError(f"Need attn_mask if specifying the is_causal hint "
+                               f"({_NAME}: is_causal=True with attn_mask=None; pass the causal "
+                               f"mask, e.g. hf.ones({tgt_len}, {keys}, dtype=hf.bool).triu(1))")
         if attn_mask is not None:
             _check_mask_dtype("attn_mask", attn_mask)
             if attn_mask.ndim == 2:

@@ -35,8 +35,10 @@ def _input_projection(mode: str, x, w_ih, b_ih, b_hh):
     return F.linear(x, w_ih, bias)
 
 
-def _lstm_step(gi, h, c, w_hh_t):
+def _lstm_step(gi, h, c, w_hh_t, w_hr_t=None):
     hc = apply(lstm_cell, gi + h @ w_hh_t, c)  # stack([h, c]): one fused op for the cell
+    if w_hr_t is not None:  # proj_size > 0: the hidden state is projected, the cell is not
+        return hc[0] @ w_hr_t, hc[1]
     return hc[0], hc[1]
 
 
@@ -114,8 +116,10 @@ class RNNBase(Module):
 
     Parameters per layer ``k`` and direction: ``weight_ih_l{k}`` ``(G*hidden, input)``,
     ``weight_hh_l{k}`` ``(G*hidden, hidden)``, ``bias_ih_l{k}``, ``bias_hh_l{k}`` ``(G*hidden,)``
-    with ``G`` gates, and the same with ``_reverse`` for the backward direction; all drawn from
-    ``U(-1/sqrt(hidden), 1/sqrt(hidden))``.
+    with ``G`` gates, for an LSTM with ``proj_size > 0`` also ``weight_hr_l{k}`` ``(proj_size,
+    hidden)`` (``weight_hh`` is then ``(G*hidden, proj_size)``, and layers after the first take
+    ``D*proj_size`` inputs), and the same with ``_reverse`` for the backward direction; all drawn
+    from ``U(-1/sqrt(hidden), 1/sqrt(hidden))``.
     """
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
@@ -131,8 +135,18 @@ class RNNBase(Module):
             raise ValueError(f"{name}: num_layers must be a positive int, got {num_layers!r}")
         if isinstance(dropout, bool) or not 0 <= dropout <= 1:
             raise ValueError(f"{name}: dropout should be a number in [0, 1], got {dropout!r}")
-        if proj_size:
-            raise ValueError(f"{name}: proj_size > 0 (LSTM projections) is not supported")
+        if isinstance(proj_size, bool) or not isinstance(proj_size, int):
+            raise TypeError(f"{name}: proj_size should be of type int, got "
+                            f"{type(proj_size).__name__}")
+        if proj_size < 0:
+            raise ValueError(f"{name}: proj_size should be a positive integer or zero to disable "
+                             f"projections, got {proj_size}")
+        if proj_size >= hidden_size:
+            raise ValueError(f"{name}: proj_size has to be smaller than hidden_size, got "
+                             f"proj_size={proj_size} and hidden_size={hidden_size}")
+        if proj_size and mode != "LSTM":
+            raise ValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN or "
+                             f"GRU (got proj_size={proj_size})")
         if dropout > 0 and num_layers == 1:
             warnings.warn(f"{name}: dropout={dropout} has no effect with num_layers=1 (dropout "
                           "is applied between layers)", stacklevel=2)
@@ -144,18 +158,21 @@ class RNNBase(Module):
         self.batch_first = batch_first
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
-        self.proj_size = 0
+        self.proj_size = proj_size
         directions = 2 if bidirectional else 1
         gate_size = _GATES[mode] * hidden_size
+        real_hidden = proj_size or hidden_size  # the size of h (and so of the outputs)
         self._flat_weights_names = []
         for layer in range(num_layers):
             for direction in range(directions):
-                layer_input = input_size if layer == 0 else hidden_size * directions
+                layer_input = input_size if layer == 0 else real_hidden * directions
                 suffix = "_reverse" if direction == 1 else ""
                 shapes = [("weight_ih", (gate_size, layer_input)),
-                          ("weight_hh", (gate_size, hidden_size))]
+                          ("weight_hh", (gate_size, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
                 for kind, shape in shapes:
                     param_name = f"{kind}_l{layer}{suffix}"
                     setattr(self, param_name,
@@ -173,7 +190,7 @@ class RNNBase(Module):
 
     @property
     def all_weights(self) -> list:
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         names = self._flat_weights_names
         return [[getattr(self, n) for n in names[i:i + per]] for i in range(0, len(names), per)]
 
@@ -181,7 +198,8 @@ class RNNBase(Module):
         suffix = "_reverse" if direction == 1 else ""
         p = self._parameters
         return (p[f"weight_ih_l{layer}{suffix}"], p[f"weight_hh_l{layer}{suffix}"],
-                p.get(f"bias_ih_l{layer}{suffix}"), p.get(f"bias_hh_l{layer}{suffix}"))
+                p.get(f"bias_ih_l{layer}{suffix}"), p.get(f"bias_hh_l{layer}{suffix}"),
+                p.get(f"weight_hr_l{layer}{suffix}"))
 
     def _prepare(self, input, hx):  # noqa: A002
         """Validate; return (time-major 3-D input, initial states list or None, batched)."""
@@ -200,8 +218,9 @@ class RNNBase(Module):
         else:
             x = input.transpose(0, 1) if self.batch_first else input
         batch = x.shape[1]
-        expected = (self.num_layers * (2 if self.bidirectional else 1), self.hidden_size)
-        expected = expected[:1] + ((batch,) if batched else ()) + expected[1:]
+        layers = (self.num_layers * (2 if self.bidirectional else 1),) + \
+            ((batch,) if batched else ())
+        sizes = {"h_0": self.proj_size or self.hidden_size, "c_0": self.hidden_size}
         states = None
         if hx is not None:
             parts = hx if isinstance(hx, (tuple, list)) else (hx,)
@@ -211,7 +230,7 @@ class RNNBase(Module):
                                  f", got {len(parts)} tensors")
             states = []
             for state_name, state in zip(("h_0", "c_0"), parts):
-                _check_state(name, state_name, state, expected)
+                _check_state(name, state_name, state, layers + (sizes[state_name],))
                 _check_dtype(name, state, self.weight_ih_l0)
                 states.append(state if batched else state.unsqueeze(1))
         return x, states, batched
@@ -226,20 +245,23 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
-                w_ih, w_hh, b_ih, b_hh = self._layer_weights(layer, direction)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
                 index = layer * directions + direction
                 if states is None:
-                    h = _zero_state(x[0] if batch < 0 else x, batch, self.hidden_size)
-                    c = h if lstm else None
+                    zero_from = x[0] if batch < 0 else x
+                    c = _zero_state(zero_from, batch, self.hidden_size) if lstm else None
+                    h = c if w_hr is None and lstm else \
+                        _zero_state(zero_from, batch, self.proj_size or self.hidden_size)
                 else:
                     h = states[0][index]
                     c = states[1][index] if lstm else None
                 projected = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
                 w_hh_t = w_hh.T
+                w_hr_t = None if w_hr is None else w_hr.T
 
                 def step(gi, h, c):
                     if lstm:
-                        return _lstm_step(gi, h, c, w_hh_t)
+                        return _lstm_step(gi, h, c, w_hh_t, w_hr_t)
                     if self.mode == "GRU":
                         return _gru_step(gi, h, w_hh_t, b_hh), None
                     return _rnn_step(gi, h, w_hh_t, self.nonlinearity), None
@@ -274,6 +296,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:
@@ -315,6 +339,11 @@ class LSTM(RNNBase):
     ``(L, N, D*hidden)`` (``(N, L, D*hidden)`` with ``batch_first``), ``h_n``/``c_n`` are
     ``(D*num_layers, N, hidden)``, D = 2 when bidirectional. Unbatched ``(L, H_in)`` input works
     too. ``dropout`` applies to the outputs of every layer but the last, in training.
+
+    ``proj_size > 0`` (smaller than ``hidden_size``) projects the hidden state after each step,
+    ``h' = (o * tanh(c')) W_hr^T`` with ``weight_hr_l{k}`` ``(proj_size, hidden)``: output and
+    ``h_n`` then have ``proj_size`` features (``D*proj_size`` for the output), ``c_n`` keeps
+    ``hidden``.
 
     Example::
 
