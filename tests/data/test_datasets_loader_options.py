@@ -121,19 +121,9 @@ def test_concat_dataset_indices_and_sizes():
 def test_concat_dataset_matches_torch():
     torch = pytest.importorskip("torch")
 
-    class TorchItems(torch.utils.data.Dataset):
-        def __init__(self, items):
-            self.items = items
-
-        def __getitem__(self, i):
-            return self.items[i]
-
-        def __len__(self):
-            return len(self.items)
-
     parts = [[1, 2], [3], [], [4, 5, 6]]
     ours = ConcatDataset([Items(p) for p in parts])
-    theirs = torch.utils.data.ConcatDataset([TorchItems(p) for p in parts])
+    theirs = torch.utils.data.ConcatDataset([Items(p) for p in parts])  # (any sized indexable)
     assert ours.cumulative_sizes == theirs.cumulative_sizes
     assert [ours[i] for i in range(-6, 6)] == [theirs[i] for i in range(-6, 6)]
 
