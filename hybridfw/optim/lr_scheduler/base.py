@@ -9,7 +9,6 @@ from __future__ import annotations
 import numbers
 import warnings
 from abc import ABC, abstractmethod
-from types import FunctionType
 
 import numpy as np
 
@@ -116,20 +115,3 @@ def per_group(owner: str, name: str, optimizer: Optimizer, value) -> list:
         return list(value)
     return [value] * groups
 
-
-def lambdas_state(scheduler: LRScheduler, state: dict, callables: str) -> dict:
-    """``state`` with ``callables`` (a list of functions) replaced as PyTorch stores them:
-    None for a plain function, the attribute dict of a callable object."""
-    state[callables] = [None if isinstance(fn, FunctionType) or fn is None else
-                        dict(fn.__dict__) for fn in getattr(scheduler, callables)]
-    return state
-
-
-def load_lambdas_state(scheduler: LRScheduler, state: dict, callables: str) -> None:
-    """Restore ``state`` (from :func:`lambdas_state`) but keep the scheduler's own callables,
-    updating the attributes of callable objects."""
-    saved = state[callables]
-    scheduler.__dict__.update({k: v for k, v in state.items() if k != callables})
-    for fn, attrs in zip(getattr(scheduler, callables), saved):
-        if attrs is not None:
-            fn.__dict__.update(attrs)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
+from types import FunctionType
 
 from ..optimizer import Optimizer, check_number
-from .base import LRScheduler, _positive_number, lambdas_state, load_lambdas_state, per_group
+from .base import LRScheduler, _positive_number, per_group
 
 __all__ = ["StepLR", "MultiStepLR", "ExponentialLR", "LambdaLR", "MultiplicativeLR",
            "ConstantLR", "LinearLR", "PolynomialLR"]
@@ -93,16 +94,35 @@ class ExponentialLR(LRScheduler):
         return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
 
 
-def _lr_lambdas(owner: str, optimizer: Optimizer, lr_lambda) -> list[Callable[[int], float]]:
-    lambdas = per_group(owner, "lr_lambda", optimizer, lr_lambda)
-    for fn in lambdas:
-        if not callable(fn):
-            raise TypeError(f"{owner}: lr_lambda should be a function, but got "
-                            f"{type(fn).__name__}")
-    return lambdas
+class _LambdaScheduler(LRScheduler):
+    """A schedule from ``lr_lambda`` (one function, or one per parameter group), whose state
+    dict keeps the attributes of callable objects, not plain functions (as PyTorch's)."""
+
+    def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int):
+        owner = type(self).__name__
+        self.lr_lambdas = per_group(owner, "lr_lambda", optimizer, lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"{owner}: lr_lambda should be a function, but got "
+                                f"{type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["lr_lambdas"] = [None if isinstance(fn, FunctionType) else dict(fn.__dict__)
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the state but keep this scheduler's own functions, updating the attributes
+        of callable objects."""
+        self.__dict__.update({k: v for k, v in state_dict.items() if k != "lr_lambdas"})
+        for fn, attrs in zip(self.lr_lambdas, state_dict["lr_lambdas"]):
+            if attrs is not None:
+                fn.__dict__.update(attrs)
 
 
-class LambdaLR(LRScheduler):
+class LambdaLR(_LambdaScheduler):
     """Set each group's lr to its initial lr times ``lr_lambda(epoch)`` (one function, or a
     list of one per parameter group). ``state_dict()`` keeps the attributes of callable
     objects, not plain functions (as PyTorch).
@@ -114,20 +134,13 @@ class LambdaLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
                  last_epoch: int = -1):
-        self.lr_lambdas = _lr_lambdas("LambdaLR", optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
+        super().__init__(optimizer, lr_lambda, last_epoch)
 
     def get_lr(self) -> list[float]:
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
-    def state_dict(self) -> dict:
-        return lambdas_state(self, super().state_dict(), "lr_lambdas")
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        load_lambdas_state(self, state_dict, "lr_lambdas")
-
-
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """Multiply each group's lr by ``lr_lambda(epoch)`` every epoch (one function, or a list
     of one per parameter group).
 
@@ -138,19 +151,12 @@ class MultiplicativeLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
                  last_epoch: int = -1):
-        self.lr_lambdas = _lr_lambdas("MultiplicativeLR", optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
+        super().__init__(optimizer, lr_lambda, last_epoch)
 
     def get_lr(self) -> list[float]:
         if self._is_initial:
             return _current(self)
         return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, _current(self))]
-
-    def state_dict(self) -> dict:
-        return lambdas_state(self, super().state_dict(), "lr_lambdas")
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        load_lambdas_state(self, state_dict, "lr_lambdas")
 
 
 class ConstantLR(LRScheduler):
