@@ -10,10 +10,11 @@ Example::
 """
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader
-from .dataset import Dataset, Subset, TensorDataset, random_split
+from .dataset import (ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset,
+                      random_split)
 from .distributed import DistributedSampler
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "Sampler",
-           "SequentialSampler", "RandomSampler", "BatchSampler", "default_collate",
-           "default_convert", "DistributedSampler"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
+           "random_split", "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
+           "BatchSampler", "default_collate", "default_convert", "DistributedSampler"]

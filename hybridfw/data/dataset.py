@@ -1,14 +1,16 @@
-"""Datasets: the map-style ``Dataset`` interface, ``TensorDataset``, ``Subset``,
-``random_split``."""
+"""Datasets: the map-style ``Dataset`` interface, ``IterableDataset`` (streams),
+``TensorDataset``, ``ConcatDataset``, ``Subset``, ``random_split``."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
 
 from ..dygraph import Tensor
 from ..random import generator as default_generator
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
+           "random_split"]
 
 
 class Dataset(ABC):
@@ -29,6 +31,75 @@ class Dataset(ABC):
 
     # ``__len__`` (the number of samples) is not required, as in PyTorch: a dataset without
     # one is read through a ``sampler`` (``len(dataset)`` then raises Python's TypeError)
+
+    def __add__(self, other: "Dataset") -> "ConcatDataset":
+        """``a + b``: the samples of ``a`` followed by those of ``b`` (a ``ConcatDataset``)."""
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset read as a stream: subclasses define ``__iter__`` (and may define ``__len__``).
+    A ``DataLoader`` over one takes no sampler and batches consecutive samples.
+
+    Example::
+
+        >>> class Countdown(hf.data.IterableDataset):
+        ...     def __iter__(self):
+        ...         return iter(range(5, 0, -1))
+        >>> [b.tolist() for b in hf.data.DataLoader(Countdown(), batch_size=2)]
+        [[5, 4], [3, 2], [1]]
+    """
+
+    __getitem__ = None  # not indexable: ``ds[i]`` raises TypeError, as for any iterator
+
+    @abstractmethod
+    def __iter__(self) -> Iterator:
+        """The samples, in order."""
+
+
+class ConcatDataset(Dataset):
+    """The samples of ``datasets`` one after the other; ``cumulative_sizes[i]`` is the number of
+    samples in the first ``i + 1`` datasets. Negative indices count from the end.
+
+    Example::
+
+        >>> ds = hf.data.ConcatDataset([hf.data.TensorDataset(hf.arange(3)),
+        ...                             hf.data.TensorDataset(hf.arange(10, 12))])
+        >>> len(ds), ds.cumulative_sizes, ds[3][0].item(), ds[-1][0].item()
+        (5, [3, 5], 10, 11)
+    """
+
+    def __init__(self, datasets: Iterable[Dataset]):
+        self.datasets = list(datasets)
+        # AssertionError, as PyTorch raises, so that ported except clauses still match
+        if not self.datasets:
+            raise AssertionError("ConcatDataset: datasets should not be an empty iterable")
+        for i, d in enumerate(self.datasets):
+            if isinstance(d, IterableDataset):
+                raise AssertionError(f"ConcatDataset: does not support IterableDataset (got "
+                                     f"{type(d).__name__} at index {i})")
+        self.cumulative_sizes = []
+        total = 0
+        for d in self.datasets:
+            total += len(d)
+            self.cumulative_sizes.append(total)
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index: int):
+        n = len(self)
+        if index < 0:
+            if -index > n:
+                raise ValueError(f"ConcatDataset: absolute value of index {index} should not "
+                                 f"exceed the dataset length {n}")
+            index += n
+        if index >= n:
+            raise IndexError(f"ConcatDataset: index {index} is out of range for a dataset of "
+                             f"length {n}")
+        which = bisect_right(self.cumulative_sizes, index)
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][index - start]
 
 
 class TensorDataset(Dataset):

@@ -146,7 +146,7 @@ class EagerInterpreter:
             t._storage = Storage(out.nbytes, dev)
         else:
             t._storage = storage_for(out, dev)
-        t.grad = None
+        t._grad = None
         if needs_grad and GradMode.enabled and op.vjp is not None and dtype.is_floating_point:
             node = _make_node(op, args, attrs)
             if op.save_output:

@@ -44,7 +44,7 @@ class Tensor(TensorMethods):
     # _chain: on a view, the view ops that make it from _base ((op, other args, attrs), ...);
     # _views: on a base, weak references to its views. When an in-place op records a new
     # history for a base, its views get their history rebuilt from it (EagerInterpreter).
-    __slots__ = ("_data", "_storage", "_node", "_rg", "grad", "shape", "dtype", "_base",
+    __slots__ = ("_data", "_storage", "_node", "_rg", "_grad", "shape", "dtype", "_base",
                  "_chain", "_views", "__weakref__")
 
     def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
@@ -57,7 +57,7 @@ class Tensor(TensorMethods):
         self.dtype = made.dtype
         self._node = None
         self._rg = False
-        self.grad = None
+        self._grad = None
         self._base = None
         self._chain = None
         self._views = None
@@ -73,7 +73,7 @@ class Tensor(TensorMethods):
         t.dtype = dtype_of_array(arr)
         t._node = node
         t._rg = node is not None
-        t.grad = None
+        t._grad = None
         t._base = None
         t._chain = None
         t._views = None
@@ -119,6 +119,26 @@ class Tensor(TensorMethods):
             raise TypeError(f"requires_grad: only floating-point tensors can require gradients, "
                             f"this one has dtype {self.dtype}")
         self._rg = value
+
+    @property
+    def grad(self) -> "Tensor | None":
+        """The gradient ``backward()`` accumulated into this tensor (None until then)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        # Checked where the bad gradient enters (as PyTorch does), not at the optimizer's step.
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"grad: assigned grad expected to be a Tensor or None but got "
+                                f"grad of type {type(value).__name__}")
+            if value.dtype != self.dtype:
+                raise RuntimeError(f"grad: assigned grad has data of a different type "
+                                   f"({value.dtype}) than the tensor ({self.dtype})")
+            if value.shape != self.shape:
+                raise RuntimeError(f"grad: assigned grad has data of a different size "
+                                   f"({tuple(value.shape)}) than the tensor ({tuple(self.shape)})")
+        self._grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         self.requires_grad = requires_grad
@@ -179,7 +199,7 @@ class Tensor(TensorMethods):
         t.dtype = self.dtype
         t._node = None
         t._rg = False
-        t.grad = None
+        t._grad = None
         t._base = None
         t._chain = None
         t._views = None
@@ -340,7 +360,7 @@ def wrap_array(arr, dev=None) -> Tensor:
     t.dtype = dtype_of_array(arr)
     t._node = None
     t._rg = False
-    t.grad = None
+    t._grad = None
     t._base = None
     t._chain = None
     t._views = None

@@ -11,6 +11,7 @@ buffers) is created on the first step, and the temporaries an update needs come 
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..dygraph import Tensor, enable_grad, no_grad, tensor
+from ..nn.modules.module import _RemovableHandle
 from ..ops.factories import zeros
 
 __all__ = ["Optimizer", "ScratchPool", "check_number", "check_implementation_options"]
@@ -129,8 +131,15 @@ class Optimizer:
     #: How many scratch tensors per parameter an update needs (see :class:`ScratchPool`).
     scratch_slots = 0
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:  # every step() runs the step hooks, overridden or not
+            cls.step = _with_step_hooks(cls.__dict__["step"])
+
     def __init__(self, params: Iterable, defaults: dict):
         self.defaults = dict(defaults)
+        self._optimizer_step_pre_hooks: dict = {}
+        self._optimizer_step_post_hooks: dict = {}
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
         self._scratch = ScratchPool(self.scratch_slots)
@@ -255,6 +264,29 @@ class Optimizer:
                         self._update_param(p, grad, state, group, scratch)
         return loss
 
+    def register_step_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs)`` before each :meth:`step` (``args`` starts with
+        the optimizer, as in PyTorch); it may return new ``(args, kwargs)`` for the step.
+        Returns a handle whose ``remove()`` unregisters it.
+
+        Example::
+
+            >>> handle = opt.register_step_pre_hook(lambda opt, args, kwargs: print("step"))
+            >>> opt.step()          # prints "step"
+            >>> handle.remove()
+        """
+        return _register(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable) -> _RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs)`` after each :meth:`step` (its return value is
+        ignored). Returns a handle whose ``remove()`` unregisters it.
+
+        Example::
+
+            >>> handle = opt.register_step_post_hook(lambda opt, args, kwargs: sched.step())
+        """
+        return _register(self._optimizer_step_post_hooks, hook)
+
     def _update_param(self, param: Tensor, grad: Tensor, state: dict, group: dict,
                       scratch: tuple) -> None:
         """Apply one update to ``param`` in place (subclasses define the rule)."""
@@ -352,3 +384,41 @@ class Optimizer:
             lines.extend(f"    {k}: {group[k]}" for k in sorted(group) if k != "params")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _register(hooks: dict, hook: Callable) -> _RemovableHandle:
+    handle = _RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def _with_step_hooks(step: Callable) -> Callable:
+    """``step`` preceded by the optimizer's step pre-hooks and followed by its post-hooks
+    (once, also when an overriding step calls ``super().step()``)."""
+    @functools.wraps(step)
+    def hooked_step(*args, **kwargs):
+        self = args[0]  # (in the hooks' args too, as PyTorch passes them)
+        pre = getattr(self, "_optimizer_step_pre_hooks", None)
+        post = getattr(self, "_optimizer_step_post_hooks", None)
+        if not (pre or post) or getattr(self, "_in_hooked_step", False):
+            return step(*args, **kwargs)
+        for hook in list(pre.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{type(self).__name__}.step: a pre-hook must return "
+                                       f"None or a tuple of (new_args, new_kwargs), but got "
+                                       f"{result!r}")
+                args, kwargs = result
+        self._in_hooked_step = True
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            self._in_hooked_step = False
+        for hook in list(post.values()):
+            hook(self, args, kwargs)
+        return out
+    return hooked_step
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)

@@ -298,8 +298,11 @@ def test_validation_errors(make, exc, match):
 
 def test_gradient_shape_mismatch_is_reported():
     p = hf.ones(3, requires_grad=True)
-    p.grad = hf.ones(2)
-    with pytest.raises(ValueError, match=r"gradient of shape \(2,\)"):
+    with pytest.raises(RuntimeError, match=r"different size \(\(2,\)\)"):
+        p.grad = hf.ones(2)  # refused where it enters, as PyTorch
+    p.grad = hf.ones(3)
+    p.data = hf.ones(2)  # the parameter replaced under its gradient
+    with pytest.raises(ValueError, match=r"gradient of shape \(3,\)"):
         SGD([p], lr=0.1).step()
 
 

@@ -1,4 +1,8 @@
-"""``hf.nn.utils``: helpers around modules and parameters (gradient clipping)."""
-from .clip_grad import clip_grad_norm_, clip_grad_value_
+"""``hf.nn.utils``: helpers around modules and parameters (gradient clipping, flattening
+parameters into one vector and back)."""
+from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,
+                        get_total_norm)
+from .convert_parameters import parameters_to_vector, vector_to_parameters
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters"]

@@ -1,4 +1,4 @@
-"""Learning-rate schedulers: ``StepLR``, ``CosineAnnealingLR`` and their base ``LRScheduler``.
+"""``LRScheduler``, the base of the learning-rate schedulers, and their argument checks.
 
 As in PyTorch, a scheduler rewrites ``group['lr']`` of its optimizer's parameter groups on every
 :meth:`LRScheduler.step` (call it after ``optimizer.step()``), using the recursive (chainable)
@@ -6,16 +6,15 @@ form of each schedule; ``step(epoch)`` jumps to an epoch with the closed form.
 """
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from abc import ABC, abstractmethod
 
 import numpy as np
 
-from .optimizer import Optimizer, check_number
+from ..optimizer import Optimizer
 
-__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR"]
+__all__ = ["LRScheduler", "_LRScheduler"]
 
 
 class LRScheduler(ABC):
@@ -24,6 +23,8 @@ class LRScheduler(ABC):
     ``last_epoch=-1`` starts a fresh schedule (recording each group's ``initial_lr``); a
     value >= 0 resumes one, which needs ``initial_lr`` in every group.
     """
+
+    _is_initial = False  # (True during the step the constructor takes)
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):
@@ -42,10 +43,16 @@ class LRScheduler(ABC):
                                    "optimizer's state dict first")
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """The step every schedule takes when made (or restarted by ``SequentialLR``)."""
         self._step_count = 0
         self._is_initial = True
-        self.step()
-        self._is_initial = False
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     @abstractmethod
     def get_lr(self) -> list[float]:
@@ -63,12 +70,16 @@ class LRScheduler(ABC):
                           "step(); call optimizer.step() first, then the scheduler's step() "
                           "(as in PyTorch): this order skips the schedule's first learning rate",
                           UserWarning, stacklevel=2)
+        if epoch is not None:
+            warnings.warn("LRScheduler.step(epoch) is deprecated (as in PyTorch); call step() "
+                          "once per epoch instead", UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
         else:
-            warnings.warn("LRScheduler.step(epoch) is deprecated (as in PyTorch); call step() "
-                          "once per epoch instead", UserWarning, stacklevel=2)
             self.last_epoch = epoch
             closed = getattr(self, "_get_closed_form_lr", None)
             values = closed() if closed is not None else self.get_lr()
@@ -81,7 +92,11 @@ class LRScheduler(ABC):
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
         self.__dict__.update(state_dict)
+
+
+_LRScheduler = LRScheduler  # PyTorch's older name, kept for ported code
 
 
 def _positive_number(value) -> bool:
@@ -90,69 +105,13 @@ def _positive_number(value) -> bool:
         value > 0
 
 
-class StepLR(LRScheduler):
-    """Multiply each group's lr by ``gamma`` every ``step_size`` epochs.
+def per_group(owner: str, name: str, optimizer: Optimizer, value) -> list:
+    """``value`` for each parameter group: a list or tuple of one per group, or one for all."""
+    groups = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != groups:
+            raise ValueError(f"{owner}: expected {groups} values for {name} (one per parameter "
+                             f"group), but got {len(value)}")
+        return list(value)
+    return [value] * groups
 
-    Example::
-
-        >>> sched = hf.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1)
-        >>> for epoch in range(100):
-        ...     train(...); sched.step()      # lr 0.05 for epochs 0-29, 0.005 for 30-59, ...
-    """
-
-    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
-                 last_epoch: int = -1):
-        if not _positive_number(step_size):  # (an int, as a rule; any number, as PyTorch's)
-            raise ValueError(f"StepLR: step_size must be a positive int, got {step_size!r}")
-        self.step_size = step_size
-        self.gamma = check_number("StepLR", "gamma", gamma)
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float]:
-        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return [group["lr"] for group in self.optimizer.param_groups]
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
-
-    def _get_closed_form_lr(self) -> list[float]:
-        return [base * self.gamma ** (self.last_epoch // self.step_size)
-                for base in self.base_lrs]
-
-
-class CosineAnnealingLR(LRScheduler):
-    r"""Anneal each group's lr from its initial value to ``eta_min`` along a half cosine over
-    ``T_max`` epochs (and back up after, periodically), in PyTorch's recursive form::
-
-        lr_t = eta_min + (lr_{t-1} - eta_min)
-                         * (1 + cos(pi * t / T_max)) / (1 + cos(pi * (t - 1) / T_max))
-
-    Example::
-
-        >>> sched = hf.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100, eta_min=1e-5)
-    """
-
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
-                 last_epoch: int = -1):
-        if not _positive_number(T_max):
-            raise ValueError(f"CosineAnnealingLR: T_max must be a positive int, got {T_max!r}")
-        self.T_max = T_max
-        self.eta_min = check_number("CosineAnnealingLR", "eta_min", eta_min)
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float]:
-        groups = self.optimizer.param_groups
-        t, t_max, eta_min = self.last_epoch, self.T_max, self.eta_min
-        if self._is_initial:
-            return [group["lr"] for group in groups]
-        if self._step_count == 1 and t > 0:
-            return [eta_min + (base - eta_min) * (1 + math.cos(t * math.pi / t_max)) / 2
-                    for base in self.base_lrs]
-        if (t - 1 - t_max) % (2 * t_max) == 0:
-            return [group["lr"] + (base - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
-                    for base, group in zip(self.base_lrs, groups)]
-        return [(1 + math.cos(math.pi * t / t_max)) / (1 + math.cos(math.pi * (t - 1) / t_max))
-                * (group["lr"] - eta_min) + eta_min for group in groups]
-
-    def _get_closed_form_lr(self) -> list[float]:
-        return [self.eta_min + (base - self.eta_min)
-                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base in self.base_lrs]
