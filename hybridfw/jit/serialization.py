@@ -47,6 +47,7 @@ from ..serialization import save as save_archive
 from ..static import Executor, Program, program_from_dict, program_to_dict, verify
 from ..static.printer import function_name
 from .input_spec import InputSpec
+from .static_function import spec_leaves
 from .static_function import StaticFunction
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "TranslatedLayer", "load", "save"]
@@ -79,7 +80,7 @@ def save(module_or_fn, path, input_spec=None) -> None:
         >>> hf.jit.save(net, "linear.hfm", input_spec=[hf.jit.InputSpec([None, 3], "float32")])
     """
     static_fn, concrete = inference_program(module_or_fn, input_spec)
-    specs = static_fn.input_spec
+    specs = spec_leaves(static_fn.input_spec)
     program = concrete.program
     export = {
         "format": FORMAT_NAME,
@@ -88,6 +89,8 @@ def save(module_or_fn, path, input_spec=None) -> None:
         "fetch": list(concrete.outputs.fetch),
         "outputs": _encode_structure(concrete.outputs.structure, "the result"),
     }
+    if any(not isinstance(s, InputSpec) for s in static_fn.input_spec):
+        export["input_structure"] = [_spec_structure(s) for s in static_fn.input_spec]
     callbacks = sorted({_callback_name(op) for block in program.blocks for op in block.ops
                         if op.type == "py_func"})
     if callbacks:
@@ -173,25 +176,35 @@ def _input_specs(input_spec, api: str = "hf.jit.save") -> list:
     if isinstance(input_spec, (InputSpec, Tensor)) or not isinstance(input_spec, (list, tuple)):
         raise TypeError(f"{api}: input_spec must be a list of hf.jit.InputSpec or tensors "
                         f"(one per argument), got {type(input_spec).__name__}")
-    specs = []
-    for i, spec in enumerate(input_spec):
+    def checked(spec, where: str):
+        if isinstance(spec, (tuple, list)) and spec and not hasattr(spec, "_fields"):
+            # a tuple/list argument of tensors (an LSTM's (h_0, c_0))
+            return type(spec)(checked(v, f"{where}_{j}") for j, v in enumerate(spec))
         if isinstance(spec, Tensor):
             spec = InputSpec.from_tensor(spec)
         elif not isinstance(spec, InputSpec):
-            raise TypeError(f"{api}: input_spec[{i}] must be an hf.jit.InputSpec or a "
-                            f"tensor, got {type(spec).__name__}; an exported program takes "
-                            "tensors only (bake Python arguments into the function)")
-        name = spec.name if spec.name is not None else f"input_{i}"
+            raise TypeError(f"{api}: input_spec[{where.replace('_', '][')}] must be an "
+                            f"hf.jit.InputSpec or a tensor (or a tuple/list of them), got "
+                            f"{type(spec).__name__}; an exported program takes tensors only "
+                            "(bake Python arguments into the function)")
+        name = spec.name if spec.name is not None else f"input_{where}"
         if not isinstance(name, str) or not name:
-            raise TypeError(f"{api}: input_spec[{i}] has name {spec.name!r}; names are "
-                            "non-empty strings")
-        specs.append(InputSpec(spec.shape, spec.dtype, name))
-    names = [s.name for s in specs]
+            raise TypeError(f"{api}: input_spec[{where.replace('_', '][')}] has name "
+                            f"{spec.name!r}; names are non-empty strings")
+        return InputSpec(spec.shape, spec.dtype, name)
+    specs = [checked(spec, str(i)) for i, spec in enumerate(input_spec)]
+    names = [s.name for s in spec_leaves(specs)]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"{api}: input names {duplicates} are used more than once in "
                          f"input_spec (inputs: {names})")
     return specs
+
+
+def _spec_structure(spec):
+    """The manifest's form of one argument's spec: null for a tensor, else the list of its
+    items' forms (a tuple or list argument)."""
+    return None if isinstance(spec, InputSpec) else [_spec_structure(v) for v in spec]
 
 
 def _encode_structure(node, where: str):
@@ -278,7 +291,8 @@ def load(path, device=None) -> TranslatedLayer:
     specs = reader.inputs(export.get("inputs"), program)
     fetch = reader.fetch(export.get("fetch"), program)
     structure = reader.structure(export.get("outputs"), len(fetch), "outputs")
-    return TranslatedLayer(program, specs, fetch, structure)
+    arguments = reader.input_structure(export.get("input_structure"), len(specs))
+    return TranslatedLayer(program, specs, fetch, structure, arguments)
 
 
 class _Reader:
@@ -327,6 +341,22 @@ class _Reader:
         if sorted(names) != sorted(program.feeds):
             raise self.bad(f"the inputs {names} are not the program's inputs {program.feeds}")
         return specs
+
+    def input_structure(self, nodes, count: int):
+        """The arguments' nesting (None: one tensor per argument), checked to hold ``count``
+        tensors."""
+        if nodes is None:
+            return None
+
+        def leaves(node) -> int:
+            if node is None:
+                return 1
+            if not isinstance(node, list) or not node:
+                raise self.bad(f"the input structure is malformed: {nodes!r}")
+            return sum(leaves(n) for n in node)
+        if not isinstance(nodes, list) or sum(leaves(n) for n in nodes) != count:
+            raise self.bad(f"the input structure {nodes!r} does not hold its {count} inputs")
+        return nodes
 
     def fetch(self, names, program: Program) -> list:
         block = program.global_block()
@@ -412,18 +442,40 @@ class TranslatedLayer(Module):
         ((1, 2), (64, 2))
     """
 
-    def __init__(self, program: Program, input_spec: list, fetch: list, structure):
+    def __init__(self, program: Program, input_spec: list, fetch: list, structure,
+                 arguments=None):
         super().__init__()
         self.program = program
         self.input_spec = list(input_spec)
         self.fetch = list(fetch)
         self._structure = structure
+        self._arguments = arguments  # tuple/list arguments' nesting (see _Reader.input_structure)
         self._executor = Executor()
 
     def forward(self, *args, **kwargs):
+        if self._arguments is not None:
+            args = self._flatten_arguments(args)
         feed = self._bind(args, kwargs)
         results = self._executor.run(self.program, feed=feed, fetch_list=self.fetch)
         return _build(self._structure, results)
+
+    def _flatten_arguments(self, args) -> list:
+        """The tensors of tuple/list arguments (``layer(x, (h, c))``), in input order."""
+        out: list = []
+
+        def walk(value, node, where):
+            if node is None:
+                out.append(value)
+                return
+            if not isinstance(value, (tuple, list)) or len(value) != len(node):
+                raise TypeError(f"TranslatedLayer: argument {where} must be a tuple or list of "
+                                f"{len(node)} items, got {type(value).__name__}"
+                                f"{f' of {len(value)}' if isinstance(value, (tuple, list)) else ''}")
+            for j, (v, n) in enumerate(zip(value, node)):
+                walk(v, n, f"{where}[{j}]")
+        for i, (value, node) in enumerate(zip(args, self._arguments)):
+            walk(value, node, str(i))
+        return out + list(args[len(self._arguments):])
 
     def _bind(self, args, kwargs) -> dict:
         specs = self.input_spec

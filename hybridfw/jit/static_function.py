@@ -441,6 +441,7 @@ class StaticFunction:
                  memory_budget=None, backend: str = "auto", tier_after: int | None = None):
         self.dygraph_function = function
         self.input_spec = list(input_spec) if input_spec is not None else None
+        self._specs = spec_leaves(self.input_spec)  # one per tensor leaf of the arguments
         self.full_graph = full_graph
         self.memory_budget = None if memory_budget is None else check_budget(memory_budget)
         self.instance = instance
@@ -524,7 +525,7 @@ class StaticFunction:
     def _signature(self, args, kwargs):
         leaves: list = []
         structure = _flatten((args, kwargs), leaves)
-        specs = self.input_spec
+        specs = self._specs
         shapes = []
         for i, t in enumerate(leaves):
             shape = t.shape
@@ -776,7 +777,7 @@ class StaticFunction:
         return updates
 
     def _feed_name(self, i):
-        spec = self.input_spec[i] if self.input_spec and i < len(self.input_spec) else None
+        spec = self._specs[i] if self._specs and i < len(self._specs) else None
         if isinstance(spec, InputSpec) and spec.name:
             return spec.name
         return f"input_{i}"
@@ -926,7 +927,33 @@ def _use_flags(program, names) -> list:
 
 
 def _example(value):
+    """An argument standing for ``value``: zeros for an InputSpec (1 for its None dims), in
+    nested tuples, lists and dicts too."""
     if isinstance(value, InputSpec):
         import hybridfw as hf
         return hf.zeros(tuple(1 if s == -1 else s for s in value.shape), dtype=value.dtype)
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_example(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _example(v) for k, v in value.items()}
     return value
+
+
+def spec_leaves(specs) -> list | None:
+    """``input_spec`` flattened as the arguments are (:func:`_flatten`): a tuple or list of
+    InputSpecs stands for a tuple or list of tensors (an LSTM's ``(h_0, c_0)``)."""
+    if specs is None:
+        return None
+    out: list = []
+
+    def walk(value):
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        else:
+            out.append(value)
+    walk(list(specs))
+    return out

@@ -67,8 +67,9 @@ def export(model_or_fn, path, input_spec=None, opset_version: int = 18, verify: 
 def _trace(model_or_fn, input_spec):
     """The optimized inference program ``hf.jit.save`` would export (same tracing path)."""
     from ..jit.serialization import inference_program
+    from ..jit.static_function import spec_leaves
     static_fn, concrete = inference_program(model_or_fn, input_spec, api="hf.onnx.export")
-    specs, instance = static_fn.input_spec, static_fn.instance
+    specs, instance = spec_leaves(static_fn.input_spec), static_fn.instance
     program = concrete.program
     return program, specs, list(concrete.outputs.fetch), _readable_names(program, instance)
 

@@ -317,8 +317,9 @@ def stack(tensors, dim: int = 0):
     if not tensors:
         raise ValueError("stack: expected a non-empty sequence of tensors")
     first = tuple(tensors[0].shape)
-    for t in tensors:
-        if tuple(t.shape) != first:
+    for t in tensors:  # (-1: a dim known only when the program runs, any size)
+        if len(t.shape) != len(first) or builtins.any(a != b and -1 not in (a, b)
+                                                      for a, b in zip(t.shape, first)):
             raise ValueError(f"stack: all tensors must have the same shape, got "
                              f"{[tuple(t.shape) for t in tensors]}")
     d = normalize_dim("stack", dim, len(first), extra=1)

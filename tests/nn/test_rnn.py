@@ -499,3 +499,31 @@ def test_lstm_projection_saves_and_exports(tmp_path):
     assert [g.shape for g in got] == [(6, 2, 2), (2, 2, 2), (2, 2, 5)]
     for a, b in zip(got, (out, h, c)):
         np.testing.assert_allclose(a, npy(b), rtol=1e-5, atol=1e-6)
+
+
+def test_state_tuple_input_spec_to_static_save_and_export(tmp_path):
+    """An InputSpec per tensor of the (h_0, c_0) tuple argument, batch left dynamic: the
+    program works for every batch size (1 included), and jit.save / ONNX export take the nested
+    specs (the loaded layer is called like the module)."""
+    lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+    spec = [hf.jit.InputSpec([None, None, 3]),
+            (hf.jit.InputSpec([4, None, 4]), hf.jit.InputSpec([4, None, 4]))]
+    static = hf.jit.to_static(lstm, input_spec=spec)
+    hf.jit.save(lstm, str(tmp_path / "lstm"), input_spec=spec)
+    loaded = hf.jit.load(str(tmp_path / "lstm"))
+    assert [s.name for s in loaded.input_spec] == ["input_0", "input_1_0", "input_1_1"]
+    for steps, batch in ((3, 1), (5, 2)):
+        x, h0, c0 = hf.randn(steps, batch, 3), hf.randn(4, batch, 4), hf.randn(4, batch, 4)
+        out, (h, c) = lstm(x, (h0, c0))
+        for got in (static(x, (h0, c0)), loaded(x, (h0, c0))):
+            np.testing.assert_allclose(npy(got[0]), npy(out), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(npy(got[1][1]), npy(c), rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="argument 1 must be a tuple or list of 2"):
+        loaded(x, h0)
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    hf.onnx.export(lstm, str(tmp_path / "lstm.onnx"), input_spec=spec)
+    session = ort.InferenceSession(str(tmp_path / "lstm.onnx"))
+    got = session.run(None, {i.name: v.numpy() for i, v in zip(session.get_inputs(),
+                                                                  (x, h0, c0))})
+    np.testing.assert_allclose(got[0], npy(out), rtol=1e-5, atol=1e-6)
