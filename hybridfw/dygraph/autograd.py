@@ -20,8 +20,8 @@ from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "run_backward", "GradMode", "BackwardPass", "register_post_accumulate_grad_hook",
-           "queue_callback"]
+           "run_backward", "GradMode", "GradModeContext", "BackwardPass",
+           "register_post_accumulate_grad_hook", "queue_callback"]
 
 
 class GradMode:
@@ -34,7 +34,7 @@ def is_grad_enabled() -> bool:
     return GradMode.enabled
 
 
-class set_grad_enabled:
+class GradModeContext:
     """Context manager / decorator that sets grad mode, restoring the previous one on exit."""
 
     def __init__(self, mode: bool = True):
@@ -53,9 +53,42 @@ class set_grad_enabled:
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__(self.mode):
+            with GradModeContext(self.mode):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class set_grad_enabled(GradModeContext):
+    """Set grad mode: as a plain call ``hf.set_grad_enabled(False)`` it switches recording off
+    until ``hf.set_grad_enabled(True)`` (as in PyTorch); as a context manager or decorator it
+    restores the previous mode on exit.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> with hf.set_grad_enabled(False):
+        ...     hf.is_grad_enabled()
+        False
+        >>> hf.is_grad_enabled()
+        True
+    """
+
+    def __init__(self, mode: bool = True):
+        super().__init__(mode)
+        # the call itself sets the mode; the first enter (or a decorator) restores this one
+        self._before_call = GradMode.enabled
+        GradMode.enabled = self.mode
+
+    def __enter__(self):
+        before, self._before_call = self._before_call, None
+        self.prev.append(GradMode.enabled if before is None else before)
+        GradMode.enabled = self.mode
+        return self
+
+    def __call__(self, fn):
+        if self._before_call is not None:  # @set_grad_enabled(False): only calls of fn change it
+            GradMode.enabled, self._before_call = self._before_call, None
+        return super().__call__(fn)
 
 
 def _bare_decorator(cls, function):
@@ -66,7 +99,7 @@ def _bare_decorator(cls, function):
     return cls()(function)
 
 
-class no_grad(set_grad_enabled):
+class no_grad(GradModeContext):
     """Ops inside do not record a graph: ``with hf.no_grad(): ...``, ``@hf.no_grad()`` or
     ``@hf.no_grad``."""
 
@@ -84,7 +117,7 @@ class no_grad(set_grad_enabled):
         return wrapper
 
 
-class enable_grad(set_grad_enabled):
+class enable_grad(GradModeContext):
     """Re-enable recording inside a ``no_grad`` block (also ``@hf.enable_grad``)."""
 
     def __new__(cls, function=None):
