@@ -366,10 +366,22 @@ def _gather_index(xp, index, dim):
     return tuple(grids)
 
 
+class IndexOutOfBoundsError(IndexError, RuntimeError):
+    """An index tensor holds a position outside its dim (gather, scatter: PyTorch raises
+    ``RuntimeError`` there, Python code expects ``IndexError``; this error is both)."""
+
+
+def check_index_bounds(op: str, index, dim: int, size: int) -> None:
+    """Refuse entries of ``index`` outside ``[0, size)`` (negative ones do not wrap around,
+    as in PyTorch's gather and scatter), naming the first bad one."""
+    if index.size and (int(index.min()) < 0 or int(index.max()) >= size):
+        bad = index[(index < 0) | (index >= size)].ravel()[0]
+        raise IndexOutOfBoundsError(f"{op}: index {int(bad)} is out of bounds for dimension "
+                                    f"{dim} with size {size}")
+
+
 def _gather_kernel(xp, a, index, *, dim):
-    n = a.shape[dim]
-    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
-        raise IndexError(f"gather: index out of range for dim {dim} with size {n}")
+    check_index_bounds("gather", index, dim, a.shape[dim])
     return a[_gather_index(xp, index, dim % a.ndim)]
 
 
@@ -401,6 +413,7 @@ gather_backward = register(
     vjp=(lambda g, out, g0, index, *like, dim, shape: apply(gather, g, index, dim=dim), None))
 
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
+           "IndexOutOfBoundsError", "check_index_bounds",
            "parse_index", "index_shape", "build_index", "narrow"]
 
 
