@@ -232,7 +232,12 @@ class TensorMethods(TensorLike):
     def mul(self, other):
         return apply(_mul, self, other)
 
-    def div(self, other):
+    def div(self, other, *, rounding_mode=None):
+        return A.div(self, other, rounding_mode=rounding_mode)
+
+    divide = div
+
+    def true_divide(self, other):
         return apply(_div, self, other)
 
     def floor_divide(self, other):
@@ -483,6 +488,9 @@ class TensorMethods(TensorLike):
     def cumsum(self, dim, *, dtype=None):
         return C.cumsum(self, dim, dtype=dtype)
 
+    def cumprod(self, dim, *, dtype=None):
+        return C.cumprod(self, dim, dtype=dtype)
+
     def all(self, dim=None, keepdim=False):
         return C.all(self, dim, keepdim)
 
@@ -708,8 +716,16 @@ class TensorMethods(TensorLike):
     def mul_(self, other):
         return apply_inplace(_mul, self, self, other)
 
-    def div_(self, other):
-        return apply_inplace(_div, self, self, other)
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return apply_inplace(_div, self, self, other)
+        return self.copy_(A.div(self, other, rounding_mode=rounding_mode))
+
+    def pow_(self, exponent):
+        return apply_inplace(E.pow_, self, self, exponent)
+
+    def neg_(self):
+        return apply_inplace(E.neg, self, self)
 
     def clamp_(self, min=None, max=None):  # noqa: A002
         return apply_inplace(E.clamp, self, self, min=min, max=max)

@@ -441,6 +441,12 @@ OPS = [
         (F32, F64, I32, I64, BOOL), out_dtype=acc),
     Row("cumsum_neg_dim", lambda x: hf.cumsum(x, dim=-1), lambda x: np.cumsum(x, -1),
         [Inp((2, 3, 4))], FLOATS_INT, out_dtype=acc),
+    Row("cumprod_dim1", lambda x: x.cumprod(1), lambda x: np.cumprod(x, 1), [A34],
+        (F32, F64, I32, I64), out_dtype=acc, order=2),
+    Row("cumprod_with_zeros_fn", lambda x: hf.cumprod(x, dim=-1), lambda x: np.cumprod(x, -1),
+        [Inp((3, 5), "with_zeros")], order=2),
+    Row("cumprod_two_zeros", lambda x: x.cumprod(0), lambda x: np.cumprod(x, 0),
+        [Inp(values=[2.0, 0.0, 3.0, 0.0, -1.5])], order=2, torch_fn=lambda x: x.cumprod(0)),
     # ------------------------------------------------------------------ shape ops
     Row("reshape", lambda x: x.reshape(4, 3), lambda x: x.reshape(4, 3), [A34], ALL_NUM),
     Row("reshape_minus1", lambda x: x.reshape(-1), lambda x: x.reshape(-1), [A34]),
