@@ -15,8 +15,8 @@ from .composite_math import (addcdiv, addcmul, bernoulli, diff, div, fmod, hypot
                              logaddexp, meshgrid, normal, repeat_interleave, true_divide)
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
-                              masked_select, movedim, nansum, roll, swapaxes, tile, tril, triu,
-                              unbind)
+                              masked_select, movedim, nansum, roll, scatter, scatter_add,
+                              swapaxes, tile, tril, triu, unbind)
 from .registry import apply
 from .sorting import argsort, msort, randperm, sort, topk
 
@@ -38,7 +38,8 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "logical_xor", "nan_to_num", "clone", "t", "argsort", "msort", "randperm", "sort",
            "topk", "diag", "diagonal", "norm", "trace", "addcdiv", "addcmul", "bernoulli",
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
-           "repeat_interleave", "atan2", "arctan2", "divide", "true_divide"]
+           "repeat_interleave", "atan2", "arctan2", "divide", "true_divide",
+           "scatter", "scatter_add"]
 
 clip = clamp
 concat = concatenate = cat

@@ -412,8 +412,65 @@ gather_backward = register(
     "gather_backward", infer=_gather_backward_infer, kernel=_gather_backward_kernel, save=(1,),
     vjp=(lambda g, out, g0, index, *like, dim, shape: apply(gather, g, index, dim=dim), None))
 
+def _scatter_infer(a, index, src, *, dim, reduce=None):
+    from .infer import normalize_dim
+    op = "scatter_add" if reduce == "add" else "scatter"
+    d = normalize_dim(op, dim, a.ndim)
+    if index.dtype.category != 1:
+        raise TypeError(f"{op}: index must be an integer tensor, got dtype {index.dtype}")
+    if index.ndim != a.ndim:
+        raise ValueError(f"{op}: index must have as many dims as input, got index shape "
+                         f"{index.shape} and input shape {a.shape}")
+    if isinstance(src, TensorLike):
+        if src.dtype is not a.dtype:
+            raise TypeError(f"{op}: src must have the input's dtype {a.dtype}, got {src.dtype}")
+        if src.ndim != a.ndim:
+            raise ValueError(f"{op}: src must have as many dims as input, got src shape "
+                             f"{src.shape} and input shape {a.shape}")
+    for i, s in enumerate(index.shape):
+        if s == -1:
+            continue
+        if (i != d and a.shape[i] != -1 and s > a.shape[i]) or (
+                isinstance(src, TensorLike) and src.shape[i] != -1 and s > src.shape[i]):
+            raise ValueError(f"{op}: index shape {index.shape} exceeds input shape {a.shape} "
+                             f"or src shape {getattr(src, 'shape', ())} in dim {i}")
+    return tuple(a.shape), a.dtype, None
+
+
+def _scatter_kernel(xp, a, index, src, *, dim, reduce=None, out=None):
+    """``a`` (or ``out``, in place) with ``src`` (its leading ``index.shape`` block, or a
+    number) written, or added for ``reduce='add'``, at ``index`` along ``dim``."""
+    check_index_bounds("scatter_add" if reduce == "add" else "scatter", index, dim % a.ndim,
+                       a.shape[dim])
+    if out is None:
+        out = a.copy()
+    if getattr(src, "ndim", 0):
+        src = src[tuple(slice(0, s) for s in index.shape)]
+    positions = _gather_index(xp, index, dim % a.ndim)
+    if reduce == "add":
+        add_at(xp, out, positions, src)
+    else:
+        out[positions] = src
+    return out
+
+
+def _scatter_grad_self(g, out, a, index, src, *, dim, reduce=None):
+    return g if reduce == "add" else apply(scatter, g, index, 0.0, dim=dim)
+
+
+def _scatter_grad_src(g, out, a, index, src, *, dim, reduce=None):
+    if tuple(src.shape) != tuple(index.shape):
+        raise ValueError(f"scatter: the gradient with respect to src needs src of the index's "
+                         f"shape {tuple(index.shape)}, got {tuple(src.shape)}")
+    return apply(gather, g, index, dim=dim)
+
+
+scatter = register("scatter", infer=_scatter_infer, kernel=_scatter_kernel, supports_out=True,
+                   save=(1,), vjp=(_scatter_grad_self, None, _scatter_grad_src))
+
+
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
-           "IndexOutOfBoundsError", "check_index_bounds",
+           "scatter", "IndexOutOfBoundsError", "check_index_bounds",
            "parse_index", "index_shape", "build_index", "narrow"]
 
 
@@ -527,5 +584,20 @@ def _onnx_gather(ctx, a, index, *, dim):
                     axis=dim % ctx.metas[0].ndim)
 
 
+def _onnx_scatter(ctx, a, index, src, *, dim, reduce=None):
+    index_meta = ctx.metas[1]
+    if not isinstance(ctx.metas[2], TensorLike):
+        if -1 in index_meta.shape:
+            raise ctx.fail("scatter with a number as src lowers to ONNX only with an index "
+                           f"of known shape; got {tuple(index_meta.shape)}")
+        src = ctx.node("Expand", [ctx.operand(2, ctx.out.dtype), ctx.ints(index_meta.shape)])
+    elif tuple(ctx.metas[2].shape) != tuple(index_meta.shape):
+        raise ctx.fail(f"scatter lowers to ONNX only with src of the index's shape; got src "
+                       f"{tuple(ctx.metas[2].shape)} and index {tuple(index_meta.shape)}")
+    return ctx.node("ScatterElements", [a, ctx.cast(index, index_meta.dtype, "int64"), src],
+                    axis=dim % ctx.metas[0].ndim, reduction="add" if reduce == "add" else None)
+
+
 onnx_rules(getitem=_onnx_getitem, index_put=_onnx_index_put, gather=_onnx_gather,
+           scatter=_onnx_scatter,
            getitem_backward=_GRADIENT_ONLY, gather_backward=_GRADIENT_ONLY)

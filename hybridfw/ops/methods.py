@@ -19,6 +19,7 @@ from . import indexing as I
 from . import linalg as L
 from . import reduction as R
 from . import sorting as O
+from .infer import normalize_dim
 from .registry import TensorLike, _get_current, apply, apply_inplace
 
 __all__ = ["TensorMethods"]
@@ -564,6 +565,12 @@ class TensorMethods(TensorLike):
     def index_select(self, dim, index):
         return C.index_select(self, dim, index)
 
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return X.scatter(self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_add(self, dim, index, src):
+        return X.scatter_add(self, dim, index, src)
+
     def swapaxes(self, axis0, axis1):
         return C.transpose(self, axis0, axis1)
 
@@ -720,6 +727,17 @@ class TensorMethods(TensorLike):
         if rounding_mode is None:
             return apply_inplace(_div, self, self, other)
         return self.copy_(A.div(self, other, rounding_mode=rounding_mode))
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        if reduce not in (None, "add"):
+            raise ValueError(f"scatter_: reduce must be None or 'add', got {reduce!r}")
+        return apply_inplace(I.scatter, self, self, index,
+                             X._scatter_source("scatter_", src, value),
+                             dim=normalize_dim("scatter_", dim, self.ndim), reduce=reduce)
+
+    def scatter_add_(self, dim, index, src):
+        return apply_inplace(I.scatter, self, self, index, src,
+                             dim=normalize_dim("scatter_add_", dim, self.ndim), reduce="add")
 
     def pow_(self, exponent):
         return apply_inplace(E.pow_, self, self, exponent)
