@@ -271,6 +271,23 @@ class Tensor(TensorMethods):
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
                  create_graph=create_graph)
 
+    def register_hook(self, hook):
+        """Run ``hook(grad)`` on this tensor's gradient each time backward computes it; a hook
+        that returns a tensor replaces the gradient. Returns a handle whose ``remove()``
+        unregisters it. Works on leaves and on non-leaf tensors.
+
+        Example::
+
+            >>> import hybridfw as hf
+            >>> w = hf.ones(2, requires_grad=True)
+            >>> handle = w.register_hook(lambda g: g * 10)
+            >>> (w * 3).sum().backward()
+            >>> w.grad.tolist()
+            [30.0, 30.0]
+            >>> handle.remove()
+        """
+        return autograd.register_hook(self, hook)
+
     def register_post_accumulate_grad_hook(self, hook):
         """Run ``hook(self)`` each time backward has accumulated this leaf's ``.grad`` (as soon
         as its gradient is complete, while backward continues); returns a handle whose
