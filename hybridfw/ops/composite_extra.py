@@ -17,7 +17,7 @@ from .registry import apply
 
 __all__ = ["swapaxes", "movedim", "unbind", "flip", "roll", "repeat", "tile", "tril", "triu",
            "masked_select", "nansum", "fmax", "fmin", "broadcast_tensors", "broadcast_shapes",
-           "scatter", "scatter_add"]
+           "scatter", "scatter_add", "var_mean", "std_mean"]
 
 
 def _known(op: str, x) -> None:
@@ -214,3 +214,25 @@ def scatter_add(input, dim: int, index, src):  # noqa: A002
     """
     return apply(I.scatter, input, index, src, dim=normalize_dim("scatter_add", dim, input.ndim),
                  reduce="add")
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
+             correction=None) -> tuple:
+    """``(var, mean)`` over ``dim``, with :func:`var`'s arguments (``correction=1`` by
+    default).
+
+    >>> [t.item() for t in hf.var_mean(hf.tensor([1.0, 2.0, 3.0]))]
+    [1.0, 2.0]
+    """
+    if isinstance(dim, bool):  # var_mean(x, True): the legacy unbiased flag in dim's place
+        dim, unbiased = None, dim
+    return (C.var(input, dim, unbiased, keepdim, correction=correction),
+            C.mean(input, dim, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
+             correction=None) -> tuple:
+    """``(std, mean)`` over ``dim``, with :func:`var`'s arguments (``correction=1`` by
+    default)."""
+    var, mean = var_mean(input, dim, unbiased, keepdim, correction=correction)
+    return apply(E.sqrt, var), mean

@@ -11,13 +11,14 @@ import numpy as np
 
 from ..backend import default_device
 from ..backend import device as as_device
-from ..dtypes import as_dtype, bool_, get_default_dtype, int64
+from ..dtypes import as_dtype, bool_, float64, get_default_dtype, int64
 from . import creation as K
 from .registry import TensorLike, apply
 from .shape_ops import size_entries
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
-           "arange", "linspace", "eye", "rand", "randn", "randint", "rand_like", "randn_like",
+           "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "rand_like",
+           "randn_like", "randint_like",
            "normal", "uniform"]
 
 
@@ -186,6 +187,20 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
                        dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False):
+    """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in the
+    exponent.
+
+    >>> hf.logspace(0, 2, 3).tolist()
+    [1.0, 10.0, 100.0]
+    """
+    exponents = apply(K.linspace, start=float(start), end=float(end), steps=int(steps),
+                      dtype=float64, device=_dev(device))
+    values = (float(base) ** exponents).astype(_dt(dtype))
+    return _grad(values, requires_grad)
+
+
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
     return _grad(apply(K.eye, n=int(n), m=int(n if m is None else m), dtype=_dt(dtype),
                        device=_dev(device)), requires_grad)
@@ -225,15 +240,34 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None):
                  dtype=as_dtype(dtype) if dtype is not None else int64, device=_dev(device))
 
 
-def rand_like(input, *, dtype=None, device=None):  # noqa: A002
+def rand_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
     """Uniform samples in [0, 1) of ``input``'s shape (in a static program, its run-time
     shape)."""
     shape, dt, dev = _like(input, dtype, device)
-    return _creation(K.uniform, input, shape, low=0.0, high=1.0, dtype=dt, device=dev)
+    return _grad(_creation(K.uniform, input, shape, low=0.0, high=1.0, dtype=dt, device=dev),
+                 requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None):  # noqa: A002
+def randn_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
     """Standard normal samples of ``input``'s shape (in a static program, its run-time
     shape)."""
     shape, dt, dev = _like(input, dtype, device)
-    return _creation(K.normal, input, shape, mean=0.0, std=1.0, dtype=dt, device=dev)
+    return _grad(_creation(K.normal, input, shape, mean=0.0, std=1.0, dtype=dt, device=dev),
+                 requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None,  # noqa: A002
+                 requires_grad: bool = False):
+    """Integers in [low, high) (``randint_like(x, high)`` or ``randint_like(x, low, high)``)
+    of ``input``'s shape, in ``input``'s dtype unless ``dtype`` is given (as PyTorch).
+
+    >>> hf.randint_like(hf.zeros(2, 3), 5).shape
+    (2, 3)
+    """
+    if high is None:
+        low, high = 0, low
+    shape, dt, dev = _like(input, dtype, device)
+    integral = dt if dt.category == int64.category else int64
+    draw = apply(K.randint, low=int(low), high=int(high),
+                 shape=_fixed_shape("randint_like", shape), dtype=integral, device=dev)
+    return _grad(draw if integral is dt else draw.astype(dt), requires_grad)

@@ -16,9 +16,12 @@ from .composite_math import (addcdiv, addcmul, bernoulli, diff, div, fmod, hypot
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
                               masked_select, movedim, nansum, roll, scatter, scatter_add,
-                              swapaxes, tile, tril, triu, unbind)
+                              std_mean, swapaxes, tile, tril, triu, unbind, var_mean)
+from ..dtypes import DType, as_dtype
+from ..dtypes import promote_types as _promote_types
+from ..dtypes import result_type as _result_type
 from .registry import apply
-from .sorting import argsort, msort, randperm, sort, topk
+from .sorting import argsort, median, msort, randperm, sort, topk
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
            "clip", "cumprod", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
@@ -39,7 +42,8 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "topk", "diag", "diagonal", "norm", "trace", "addcdiv", "addcmul", "bernoulli",
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
            "repeat_interleave", "atan2", "arctan2", "divide", "true_divide",
-           "scatter", "scatter_add"]
+           "scatter", "scatter_add", "median", "var_mean", "std_mean", "result_type",
+           "promote_types"]
 
 clip = clamp
 concat = concatenate = cat
@@ -180,3 +184,22 @@ def t(input):  # noqa: A002
 def equal(input, other) -> bool:  # noqa: A002
     """Same shape and the same elements."""
     return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+
+
+def result_type(tensor, other) -> DType:
+    """The dtype an arithmetic op on ``tensor`` and ``other`` (tensors or Python numbers)
+    gives, by PyTorch's promotion rules.
+
+    >>> hf.result_type(hf.tensor([1, 2]), 1.0)
+    hybridfw.float32
+    """
+    return _result_type(tensor, other)
+
+
+def promote_types(type1, type2) -> DType:
+    """The smallest dtype both ``type1`` and ``type2`` convert to (PyTorch's rules).
+
+    >>> hf.promote_types(hf.int32, hf.float16)
+    hybridfw.float16
+    """
+    return _promote_types(as_dtype(type1), as_dtype(type2))

@@ -507,6 +507,9 @@ class TensorMethods(TensorLike):
     def msort(self):
         return O.msort(self)
 
+    def median(self, dim=None, keepdim=False):
+        return O.median(self, dim, keepdim)
+
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
         return O.topk(self, k, dim, largest, sorted)
 
