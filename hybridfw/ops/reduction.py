@@ -213,20 +213,26 @@ prod = register("prod", infer=_prod_infer, kernel=_prod_kernel, save=(0,),
                      expand_reduced(g, a.shape, dim, keepdim) * apply(exclusive_prod, a, dim=dim),))
 
 
-def _cumsum_infer(a, *, dim):
-    normalize_dim("cumsum", dim, a.ndim)
-    dt = a.dtype if a.dtype.is_floating_point else int64
-    return a.shape, dt, None
+def _cumulative_infer(name):
+    def infer(a, *, dim):
+        normalize_dim(name, dim, a.ndim)
+        dt = a.dtype if a.dtype.is_floating_point else int64
+        return a.shape, dt, None
+    return infer
 
 
-def _cumsum_kernel(xp, a, *, dim):
-    result = a.dtype if a.dtype.kind == "f" else "int64"
-    if a.ndim == 0:
-        return a.astype(result)
-    # float16/32 running sums accumulate in float64: a float32 sum of 10**5 times 0.1 drifts
-    # by over 1 (PyTorch's CPU cumsum gives 10000.0)
-    accumulate = "float64" if a.dtype.kind == "f" else _accumulate_dtype(a)
-    return xp.cumsum(a, axis=dim, dtype=accumulate).astype(result, copy=False)
+def _cumulative_kernel(fname):
+    """``xp.cumsum``/``xp.cumprod`` along ``dim``: integers and bools give int64, floats
+    accumulate in float64 and keep their dtype (as PyTorch's CPU kernels: a float32 running
+    sum of 10**5 times 0.1 drifts by over 1 otherwise)."""
+    def kernel(xp, a, *, dim):
+        result = a.dtype if a.dtype.kind == "f" else "int64"
+        if a.ndim == 0:
+            return a.astype(result)
+        accumulate = "float64" if a.dtype.kind == "f" else "int64"
+        return getattr(xp, fname)(a, axis=dim, dtype=accumulate).astype(result, copy=False)
+    kernel.__name__ = f"{fname}_kernel"
+    return kernel
 
 
 def _cumsum_grad(g, out, a, *, dim):
@@ -234,20 +240,8 @@ def _cumsum_grad(g, out, a, *, dim):
     return apply(sum_, g, dim=dim, keepdim=True) - apply(cumsum, g, dim=dim) + g
 
 
-cumsum = register("cumsum", infer=_cumsum_infer, kernel=_cumsum_kernel, vjp=(_cumsum_grad,))
-
-
-def _cumprod_infer(a, *, dim):
-    normalize_dim("cumprod", dim, a.ndim)
-    dt = a.dtype if a.dtype.is_floating_point else int64
-    return a.shape, dt, None
-
-
-def _cumprod_kernel(xp, a, *, dim):
-    result = a.dtype if a.dtype.kind == "f" else "int64"
-    if a.ndim == 0:
-        return a.astype(result)
-    return xp.cumprod(a, axis=dim, dtype=result)
+cumsum = register("cumsum", infer=_cumulative_infer("cumsum"),
+                  kernel=_cumulative_kernel("cumsum"), vjp=(_cumsum_grad,))
 
 
 def _cumprod_grad(g, out, a, *, dim, depth=2):
@@ -284,8 +278,9 @@ def _cumprod_grad(g, out, a, *, dim, depth=2):
                  apply(where, first_zero, at_first, past))
 
 
-cumprod = register("cumprod", infer=_cumprod_infer, kernel=_cumprod_kernel, save=(0,),
-                   save_output=True, vjp=(_cumprod_grad,))
+cumprod = register("cumprod", infer=_cumulative_infer("cumprod"),
+                   kernel=_cumulative_kernel("cumprod"), save=(0,), save_output=True,
+                   vjp=(_cumprod_grad,))
 
 
 def _dim_numel_infer(a, *, dim=None):
