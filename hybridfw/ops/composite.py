@@ -399,6 +399,7 @@ def index_select(input, dim: int, index):  # noqa: A002
         return apply(S.reshape, picked, shape=())
     if index.ndim == 0:
         index = apply(S.reshape, index, shape=(1,))
+    index = apply(I.check_index, index, x, name="index_select", dim=d)  # no wrapping, as PyTorch
     spec = (("slice", None, None, None),) * d + (("tensor",),)
     return apply(I.getitem, x, index, spec=spec)
 

@@ -380,6 +380,21 @@ def check_index_bounds(op: str, index, dim: int, size: int) -> None:
                                     f"{dim} with size {size}")
 
 
+def _check_index_infer(index, like, *, name, dim):
+    return tuple(index.shape), index.dtype, None
+
+
+def _check_index_kernel(xp, index, like, *, name, dim):
+    check_index_bounds(name, index, dim, like.shape[dim])
+    return index
+
+
+# ``index`` itself, once its entries are known to lie in ``[0, like.shape[dim])`` (read when the
+# op runs): ops built on getitem, where negative indices wrap, refuse them as PyTorch does.
+check_index = register("check_index", infer=_check_index_infer, kernel=_check_index_kernel,
+                       view=True)
+
+
 def _gather_kernel(xp, a, index, *, dim):
     check_index_bounds("gather", index, dim, a.shape[dim])
     return a[_gather_index(xp, index, dim % a.ndim)]
@@ -470,7 +485,7 @@ scatter = register("scatter", infer=_scatter_infer, kernel=_scatter_kernel, supp
 
 
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
-           "scatter", "IndexOutOfBoundsError", "check_index_bounds",
+           "scatter", "check_index", "IndexOutOfBoundsError", "check_index_bounds",
            "parse_index", "index_shape", "build_index", "narrow"]
 
 
@@ -600,4 +615,5 @@ def _onnx_scatter(ctx, a, index, src, *, dim, reduce=None):
 
 onnx_rules(getitem=_onnx_getitem, index_put=_onnx_index_put, gather=_onnx_gather,
            scatter=_onnx_scatter,
+           check_index=lambda ctx, index, like, *, name, dim: ctx.node("Identity", [index]),
            getitem_backward=_GRADIENT_ONLY, gather_backward=_GRADIENT_ONLY)

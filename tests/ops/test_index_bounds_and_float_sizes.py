@@ -60,3 +60,33 @@ def test_integer_like_sizes_accepted():
     assert hf.randint(0, 5, (np.int32(2),)).shape == (2,)
     with pytest.raises(TypeError, match="zeros"):
         hf.zeros(hf.tensor(2.0))
+
+
+@pytest.mark.parametrize("index, bad", [([-1], -1), ([4, 0], 4), ([0, -4], -4)])
+def test_index_select_out_of_bounds_index_raises_like_torch(index, bad):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError):
+        torch.arange(8.0).reshape(2, 4).index_select(1, torch.tensor(index))
+    x = hf.arange(8.0).reshape(2, 4)
+    with pytest.raises(RuntimeError, match=f"index_select: index {bad} is out of bounds for "
+                                           f"dimension 1 with size 4"):
+        x.index_select(1, hf.tensor(index))
+    with pytest.raises(IndexError):
+        hf.index_select(x, -1, hf.tensor(index))
+
+
+def test_index_select_in_range_unchanged_eager_and_static():
+    x = hf.arange(8.0).reshape(2, 4)
+    i = hf.tensor([3, 0, 3])
+    np.testing.assert_array_equal(x.index_select(1, i).numpy(), np.take(x.numpy(), [3, 0, 3], 1))
+    assert hf.tensor(3.0).index_select(0, hf.tensor(0)).item() == 3.0
+    with pytest.raises(IndexError):
+        hf.tensor(3.0).index_select(0, hf.tensor([-1]))
+
+    @hf.jit.to_static
+    def f(x, i):
+        return x.index_select(1, i)
+
+    np.testing.assert_array_equal(f(x, i).numpy(), x.index_select(1, i).numpy())
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(x, hf.tensor([-1, 0, 0]))
