@@ -21,9 +21,9 @@ from .dtypes import (DType, as_dtype, bool_, float16, float32, float64, get_defa
                      int16, int32, int64, uint8)
 from .dygraph import (Tensor, as_tensor, enable_grad, from_numpy, is_grad_enabled, no_grad,
                       set_grad_enabled, tensor)
-from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
-                            ones_like, rand, rand_like, randint, randn, randn_like, zeros,
-                            zeros_like)
+from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, logspace,
+                            ones, ones_like, rand, rand_like, randint, randint_like, randn,
+                            randn_like, zeros, zeros_like)
 from .ops.functions import *  # noqa: F403 - the hf.<op> functions
 from .ops.functions import __all__ as _function_names
 from .random import initial_seed, manual_seed, seed
@@ -56,7 +56,8 @@ def __getattr__(name: str):
 
 __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
            "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
-           "rand", "randn", "randint", "rand_like", "randn_like", "manual_seed", "seed", "initial_seed", "float16", "float32", "float64",
+           "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "logspace",
+           "manual_seed", "seed", "initial_seed", "float16", "float32", "float64",
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
            "long", "device", "Device", "set_default_device", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "autograd", "cuda", "memory", "as_dtype",

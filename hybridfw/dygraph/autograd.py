@@ -20,8 +20,8 @@ from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "run_backward", "GradMode", "BackwardPass", "register_post_accumulate_grad_hook",
-           "queue_callback"]
+           "run_backward", "GradMode", "GradModeContext", "BackwardPass",
+           "register_post_accumulate_grad_hook", "register_hook", "queue_callback"]
 
 
 class GradMode:
@@ -34,7 +34,7 @@ def is_grad_enabled() -> bool:
     return GradMode.enabled
 
 
-class set_grad_enabled:
+class GradModeContext:
     """Context manager / decorator that sets grad mode, restoring the previous one on exit."""
 
     def __init__(self, mode: bool = True):
@@ -53,9 +53,42 @@ class set_grad_enabled:
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.__class__(self.mode):
+            with GradModeContext(self.mode):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class set_grad_enabled(GradModeContext):
+    """Set grad mode: as a plain call ``hf.set_grad_enabled(False)`` it switches recording off
+    until ``hf.set_grad_enabled(True)`` (as in PyTorch); as a context manager or decorator it
+    restores the previous mode on exit.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> with hf.set_grad_enabled(False):
+        ...     hf.is_grad_enabled()
+        False
+        >>> hf.is_grad_enabled()
+        True
+    """
+
+    def __init__(self, mode: bool = True):
+        super().__init__(mode)
+        # the call itself sets the mode; the first enter (or a decorator) restores this one
+        self._before_call = GradMode.enabled
+        GradMode.enabled = self.mode
+
+    def __enter__(self):
+        before, self._before_call = self._before_call, None
+        self.prev.append(GradMode.enabled if before is None else before)
+        GradMode.enabled = self.mode
+        return self
+
+    def __call__(self, fn):
+        if self._before_call is not None:  # @set_grad_enabled(False): only calls of fn change it
+            GradMode.enabled, self._before_call = self._before_call, None
+        return super().__call__(fn)
 
 
 def _bare_decorator(cls, function):
@@ -66,7 +99,7 @@ def _bare_decorator(cls, function):
     return cls()(function)
 
 
-class no_grad(set_grad_enabled):
+class no_grad(GradModeContext):
     """Ops inside do not record a graph: ``with hf.no_grad(): ...``, ``@hf.no_grad()`` or
     ``@hf.no_grad``."""
 
@@ -84,7 +117,7 @@ class no_grad(set_grad_enabled):
         return wrapper
 
 
-class enable_grad(set_grad_enabled):
+class enable_grad(GradModeContext):
     """Re-enable recording inside a ``no_grad`` block (also ``@hf.enable_grad``)."""
 
     def __new__(cls, function=None):
@@ -114,21 +147,41 @@ class BackwardPass:
 #: id(leaf) -> (weakref to the leaf, [hooks]): hooks a leaf runs right after its ``.grad`` was
 #: accumulated (kept out of the Tensor's slots so leaves without hooks pay nothing).
 _post_accumulate_hooks: dict = {}
+#: id(leaf) -> (weakref to the leaf, [hooks]): ``register_hook`` hooks of leaves, run on the
+#: leaf's complete gradient before it is accumulated (a non-leaf's live on its Node).
+_leaf_grad_hooks: dict = {}
 
 
 class HookHandle:
-    """Returned by :func:`register_post_accumulate_grad_hook`; ``remove()`` unregisters."""
+    """Returned by hook registrations; ``remove()`` unregisters the hook."""
 
-    def __init__(self, key: int, hook):
-        self._key = key
+    def __init__(self, hooks: list, hook, on_empty=None):
+        self._hooks = hooks
         self._hook = hook
+        self._on_empty = on_empty
 
     def remove(self) -> None:
-        entry = _post_accumulate_hooks.get(self._key)
-        if entry is not None and self._hook in entry[1]:
-            entry[1].remove(self._hook)
-            if not entry[1]:
-                del _post_accumulate_hooks[self._key]
+        for i, h in enumerate(self._hooks):
+            if h is self._hook:
+                del self._hooks[i]
+                if not self._hooks and self._on_empty is not None:
+                    self._on_empty()
+                return
+
+
+def _leaf_hooks(table: dict, leaf, hook) -> HookHandle:
+    """Add ``hook`` to ``leaf``'s list in ``table`` (dropped when the leaf goes)."""
+    key = id(leaf)
+    entry = table.get(key)
+    if entry is None or entry[0]() is not leaf:
+        ref = weakref.ref(leaf, functools.partial(_drop_hooks, table, key))
+        entry = table[key] = (ref, [])
+    entry[1].append(hook)
+
+    def forget():
+        if table.get(key) is entry:
+            del table[key]
+    return HookHandle(entry[1], hook, forget)
 
 
 def register_post_accumulate_grad_hook(leaf, hook) -> HookHandle:
@@ -142,13 +195,41 @@ def register_post_accumulate_grad_hook(leaf, hook) -> HookHandle:
     if not callable(hook):
         raise TypeError(f"register_post_accumulate_grad_hook: hook must be callable, got "
                         f"{type(hook).__name__}")
-    key = id(leaf)
-    entry = _post_accumulate_hooks.get(key)
-    if entry is None or entry[0]() is not leaf:
-        ref = weakref.ref(leaf, functools.partial(_drop_hooks, _post_accumulate_hooks, key))
-        entry = _post_accumulate_hooks[key] = (ref, [])
-    entry[1].append(hook)
-    return HookHandle(key, hook)
+    return _leaf_hooks(_post_accumulate_hooks, leaf, hook)
+
+
+def register_hook(tensor, hook) -> HookHandle:
+    """Run ``hook(grad)`` on ``tensor``'s complete gradient each time backward (or
+    ``autograd.grad``) computes it; a hook returning a tensor replaces the gradient from then
+    on (what flows further back, and a leaf's ``.grad``). As ``torch.Tensor.register_hook``."""
+    if not tensor._rg:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't "
+                           "require gradient")
+    if not callable(hook):
+        raise TypeError(f"register_hook: hook must be callable, got {type(hook).__name__}")
+    node = tensor._node
+    if node is None:
+        return _leaf_hooks(_leaf_grad_hooks, tensor, hook)
+    if node.hooks is None:
+        node.hooks = []
+    node.hooks.append(hook)
+    return HookHandle(node.hooks, hook)
+
+
+def _run_grad_hooks(hooks, g):
+    for hook in tuple(hooks):
+        replaced = hook(g)
+        if replaced is not None:
+            g = replaced
+    return g
+
+
+def _leaf_grad(leaf, g):
+    """``g`` after ``leaf``'s ``register_hook`` hooks."""
+    entry = _leaf_grad_hooks.get(id(leaf)) if _leaf_grad_hooks else None
+    if g is None or entry is None or entry[0]() is not leaf:
+        return g
+    return _run_grad_hooks(entry[1], g)
 
 
 def _drop_hooks(table: dict, key: int, ref) -> None:
@@ -175,7 +256,7 @@ class Node:
     """
 
     __slots__ = ("op", "attrs", "edges", "metas", "saved", "versions", "out", "released",
-                 "retained", "__weakref__")
+                 "retained", "hooks", "__weakref__")
 
     def __init__(self, op, attrs, edges, metas, saved, versions):
         self.op = op
@@ -187,6 +268,7 @@ class Node:
         self.out = None
         self.released = False
         self.retained = None  # weak references to tensors that asked for retain_grad()
+        self.hooks = None  # register_hook hooks of the tensor this node made
 
     def name(self) -> str:
         return f"{self.op.name.capitalize()}Backward"
@@ -317,6 +399,8 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
                 continue
             g = buffers.get(nid)
             if g is not None:
+                if node.hooks:
+                    g = buffers[nid] = _run_grad_hooks(node.hooks, g)
                 if capture is None and getattr(node, "retained", None):
                     _retain(node, g, create_graph)
                 if capture is None or nid not in targets:
@@ -327,7 +411,8 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
             if ready is not None and nid in ready:
                 _accumulate_ready(ready.pop(nid), buffers, leaves, taken, create_graph)
         if capture is not None:
-            return [buffers.get(id(t._node) if t._node is not None else id(t)) for t in capture]
+            return [buffers.get(id(t._node)) if t._node is not None else
+                    _leaf_grad(t, buffers.get(id(t))) for t in capture]
         for lid, leaf in leaves.items():
             _accumulate_leaf(leaf, buffers.get(lid), taken, create_graph)
         if outermost:
@@ -416,6 +501,7 @@ def _accumulate_leaf(leaf, g, taken: set, create_graph: bool) -> None:
     nothing else in this pass holds (``taken``); otherwise it gets a copy, so in-place updates
     of one .grad (clip_grad_norm_, accumulation) never leak into another.
     """
+    g = _leaf_grad(leaf, g)
     if g is None:
         return
     if leaf.grad is None:

@@ -15,6 +15,9 @@ from ..backend import device as as_device
 from ..dtypes import (DType, as_dtype, bool_, dtype_of_array, float32, get_default_dtype, int64,
                       promote_types)
 from ..ops import elementwise as E
+from ..ops.composite import _sizes_argument
+from ..ops.composite import reshape as _reshape
+from ..ops.infer import normalize_dim
 from ..ops import shape_ops as S
 from ..ops.methods import TensorMethods
 from ..ops.registry import apply
@@ -216,6 +219,46 @@ class Tensor(TensorMethods):
     def is_contiguous(self) -> bool:
         return bool(self._data.flags.c_contiguous)
 
+    def view(self, *shape, size=None) -> "Tensor":
+        """This tensor's data seen with a new shape, sharing its memory (writes through the
+        view reach this tensor). Raises RuntimeError, as PyTorch does, where the strides of a
+        non-contiguous tensor cannot give that shape without a copy: use ``reshape`` there.
+
+        Example::
+
+            >>> import hybridfw as hf
+            >>> hf.arange(6).view(2, 3).tolist()
+            [[0, 1, 2], [3, 4, 5]]
+        """
+        shape = _sizes_argument("view", shape, "size", size)
+        if not self._data.flags.c_contiguous:
+            probe = self._data.view()
+            try:
+                probe.shape = tuple(int(s) for s in shape)
+            except AttributeError:  # numpy's answer when only a copy would have that shape
+                raise RuntimeError(
+                    f"view: view size is not compatible with input tensor's size and stride "
+                    f"(shape {self.shape}, strides {self.stride()}, new shape "
+                    f"{tuple(int(s) for s in shape)}): at least one dimension spans across two "
+                    f"contiguous subspaces. Use .reshape(...) instead.") from None
+            except (ValueError, TypeError):
+                pass  # a size mismatch: reshape below names it as for any tensor
+        return _reshape(self, *shape)
+
+    def stride(self, dim=None):
+        """The step, in elements, between neighbours along each dim (a tuple), or along ``dim``.
+
+        Example::
+
+            >>> import hybridfw as hf
+            >>> hf.zeros(2, 3).stride(), hf.zeros(2, 3).t().stride()
+            ((3, 1), (1, 3))
+        """
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        if dim is None:
+            return strides
+        return strides[normalize_dim("stride", dim, self._data.ndim)]
+
     def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Tensor":
         """``.to('cuda')``, ``.to(hf.float64)``, ``.to(other_tensor)``, ``.to(device, dtype)``."""
         dtype, device = self._to_arguments(args, dtype, device)
@@ -247,6 +290,23 @@ class Tensor(TensorMethods):
             gradient = grad
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
                  create_graph=create_graph)
+
+    def register_hook(self, hook):
+        """Run ``hook(grad)`` on this tensor's gradient each time backward computes it; a hook
+        that returns a tensor replaces the gradient. Returns a handle whose ``remove()``
+        unregisters it. Works on leaves and on non-leaf tensors.
+
+        Example::
+
+            >>> import hybridfw as hf
+            >>> w = hf.ones(2, requires_grad=True)
+            >>> handle = w.register_hook(lambda g: g * 10)
+            >>> (w * 3).sum().backward()
+            >>> w.grad.tolist()
+            [30.0, 30.0]
+            >>> handle.remove()
+        """
+        return autograd.register_hook(self, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Run ``hook(self)`` each time backward has accumulated this leaf's ``.grad`` (as soon

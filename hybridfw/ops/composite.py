@@ -19,7 +19,8 @@ from .registry import TensorLike, apply
 __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatten", "squeeze",
            "unsqueeze", "expand", "stack", "split", "chunk", "index_select", "masked_fill",
            "clamp", "where", "matmul", "einsum", "cat", "reshape", "permute", "broadcast_to",
-           "sum", "prod", "cumsum", "argmax", "argmin", "gather", "maximum", "minimum", "getitem",
+           "sum", "prod", "cumsum", "cumprod", "argmax", "argmin", "gather", "maximum", "minimum",
+           "getitem",
            "reduce_grad", "pow", "abs", "narrow", "unflatten", "all", "any", "nonzero",
            "round", "mm", "bmm", "mv", "dot", "outer"]
 
@@ -399,6 +400,7 @@ def index_select(input, dim: int, index):  # noqa: A002
         return apply(S.reshape, picked, shape=())
     if index.ndim == 0:
         index = apply(S.reshape, index, shape=(1,))
+    index = apply(I.check_index, index, x, name="index_select", dim=d)  # no wrapping, as PyTorch
     spec = (("slice", None, None, None),) * d + (("tensor",),)
     return apply(I.getitem, x, index, spec=spec)
 
@@ -563,14 +565,30 @@ def prod(input, dim=None, keepdim: bool = False):  # noqa: A002
     return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
 
 
-def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
-    """Cumulative sum along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
+def _cumulative(op, input, dim: int, dtype):  # noqa: A002
     if dtype is None:
-        return apply(R.cumsum, input, dim=normalize_dim("cumsum", dim, input.ndim))
+        return apply(op, input, dim=normalize_dim(op.name, dim, input.ndim))
     dt = as_dtype(dtype)
     x = input if input.dtype is dt else apply(E.cast, input, dtype=dt)
-    out = apply(R.cumsum, x, dim=normalize_dim("cumsum", dim, x.ndim))
-    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)  # (integers sum in int64)
+    out = apply(op, x, dim=normalize_dim(op.name, dim, x.ndim))
+    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)  # (integers give int64)
+
+
+def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
+    """Cumulative sum along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
+    return _cumulative(R.cumsum, input, dim, dtype)
+
+
+def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
+    """Cumulative product along ``dim``; ``dtype`` casts the input first, as in PyTorch.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.cumprod(hf.tensor([1.0, 2.0, 3.0]), 0).tolist()
+        [1.0, 2.0, 6.0]
+    """
+    return _cumulative(R.cumprod, input, dim, dtype)
 
 
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002

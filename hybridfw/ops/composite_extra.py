@@ -16,7 +16,8 @@ from .infer import normalize_dim
 from .registry import apply
 
 __all__ = ["swapaxes", "movedim", "unbind", "flip", "roll", "repeat", "tile", "tril", "triu",
-           "masked_select", "nansum", "fmax", "fmin", "broadcast_tensors", "broadcast_shapes"]
+           "masked_select", "nansum", "fmax", "fmin", "broadcast_tensors", "broadcast_shapes",
+           "scatter", "scatter_add", "var_mean", "std_mean"]
 
 
 def _known(op: str, x) -> None:
@@ -182,3 +183,56 @@ def broadcast_tensors(*tensors) -> tuple:
     shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return tuple(t if tuple(t.shape) == shape else C.broadcast_to(t, shape) for t in tensors)
 
+
+
+def _scatter_source(op: str, src, value):
+    if (src is None) == (value is None):
+        raise TypeError(f"{op}: pass exactly one of src (a tensor or a number) and value")
+    return value if src is None else src
+
+
+def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    """A copy of ``input`` with ``src`` (a tensor, or a number: also ``value=``) written at
+    ``index`` along ``dim``: ``out[i][index[i][j]] = src[i][j]`` for ``dim=1``; ``reduce='add'``
+    adds instead. Indices must lie in ``[0, input.shape[dim])``.
+
+    >>> hf.zeros(2, 3).scatter(1, hf.tensor([[2], [0]]), 5.0).tolist()
+    [[0.0, 0.0, 5.0], [5.0, 0.0, 0.0]]
+    """
+    if reduce not in (None, "add"):
+        raise ValueError(f"scatter: reduce must be None or 'add', got {reduce!r}")
+    return apply(I.scatter, input, index, _scatter_source("scatter", src, value),
+                 dim=normalize_dim("scatter", dim, input.ndim), reduce=reduce)
+
+
+def scatter_add(input, dim: int, index, src):  # noqa: A002
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices
+    add up): ``out[i][index[i][j]] += src[i][j]`` for ``dim=1``.
+
+    >>> hf.zeros(3).scatter_add(0, hf.tensor([0, 0, 2]), hf.ones(3)).tolist()
+    [2.0, 0.0, 1.0]
+    """
+    return apply(I.scatter, input, index, src, dim=normalize_dim("scatter_add", dim, input.ndim),
+                 reduce="add")
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
+             correction=None) -> tuple:
+    """``(var, mean)`` over ``dim``, with :func:`var`'s arguments (``correction=1`` by
+    default).
+
+    >>> [t.item() for t in hf.var_mean(hf.tensor([1.0, 2.0, 3.0]))]
+    [1.0, 2.0]
+    """
+    if isinstance(dim, bool):  # var_mean(x, True): the legacy unbiased flag in dim's place
+        dim, unbiased = None, dim
+    return (C.var(input, dim, unbiased, keepdim, correction=correction),
+            C.mean(input, dim, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
+             correction=None) -> tuple:
+    """``(std, mean)`` over ``dim``, with :func:`var`'s arguments (``correction=1`` by
+    default)."""
+    var, mean = var_mean(input, dim, unbiased, keepdim, correction=correction)
+    return apply(E.sqrt, var), mean

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..dtypes import bool_
+from ..dtypes import bool_, result_type
 from . import composite as C
 from . import creation as K
 from . import elementwise as E
@@ -17,7 +17,7 @@ from .infer import normalize_dim
 from .registry import TensorLike, apply
 
 __all__ = ["lerp", "addcmul", "addcdiv", "logaddexp", "hypot", "fmod", "diff",
-           "repeat_interleave", "meshgrid", "bernoulli", "normal"]
+           "repeat_interleave", "meshgrid", "bernoulli", "normal", "div", "true_divide"]
 
 
 def _same_dtype(op: str, **tensors) -> None:
@@ -103,6 +103,36 @@ def fmod(input, other):  # noqa: A002
     negative = input < 0 if isinstance(input, TensorLike) else input < 0
     moved = apply(E.bitwise_and, apply(E.ne, r, 0), apply(E.ne, apply(E.lt, r, 0), negative))
     return apply(E.where, moved, r - other, r)
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    """``input / other`` with broadcasting: true division (integers give floats) for
+    ``rounding_mode=None``, the quotient rounded toward zero for ``'trunc'`` or down for
+    ``'floor'`` (integers then stay integers; an integer divisor of zero raises).
+
+    >>> hf.div(hf.tensor([-7, 7]), 2, rounding_mode='trunc').tolist()
+    [-3, 3]
+    """
+    if rounding_mode is None:
+        return apply(E.div, input, other)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+                         f"{rounding_mode!r}")
+    if result_type(input, other).is_floating_point:
+        if rounding_mode == "floor":
+            return apply(E.floor_divide, input, other)
+        return apply(E.trunc, apply(E.div, input, other))
+    floor = apply(E.floor_divide, input, other)
+    if rounding_mode == "floor":
+        return floor
+    # a negative quotient that is not whole: floor went one below the truncated one
+    inexact = apply(E.bitwise_and, apply(E.ne, floor * other, input), apply(E.lt, floor, 0))
+    return apply(E.where, inexact, floor + 1, floor)
+
+
+def true_divide(input, other):  # noqa: A002
+    """``input / other`` (true division), PyTorch's alias of ``div``."""
+    return apply(E.div, input, other)
 
 
 def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: A002

@@ -141,7 +141,10 @@ remainder = register("remainder", infer=_arith_infer("remainder"),
 
 
 def _pow_grad_base(g, out, a, b):
-    return g * b * a ** (b - 1)
+    # PyTorch's rule: 0 where the exponent is 0 (b * a**(b - 1) would be 0 * inf at a == 0).
+    if not isinstance(b, TensorLike):
+        return g * 0.0 if b == 0 else g * b * a ** (b - 1)
+    return apply(where, b == 0, 0.0, g * b * a ** (b - 1))
 
 
 def _pow_grad_exponent(g, out, a, b):

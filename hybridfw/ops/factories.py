@@ -5,33 +5,48 @@ They go through the registry like every op, so inside a static program they beco
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..backend import default_device
 from ..backend import device as as_device
-from ..dtypes import as_dtype, bool_, get_default_dtype, int64
+from ..dtypes import as_dtype, bool_, float64, get_default_dtype, int64
 from . import creation as K
 from .registry import TensorLike, apply
 from .shape_ops import size_entries
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
-           "arange", "linspace", "eye", "rand", "randn", "randint", "rand_like", "randn_like",
+           "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "rand_like",
+           "randn_like", "randint_like",
            "normal", "uniform"]
 
 
-def _shape(size, size_kw=None) -> tuple:
+def _shape(op: str, size, size_kw=None) -> tuple:
+    """The ints of ``size`` (positional sizes, one tuple/list, or PyTorch's ``size=``); numpy
+    ints and 0-d integer tensors count as ints, a float size is refused (as in PyTorch)."""
     if size_kw is not None:  # PyTorch's size= keyword
         if size:
-            raise TypeError("pass the shape either positionally or as size=, not both")
+            raise TypeError(f"{op}: pass the shape either positionally or as size=, not both")
         size = (size_kw,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     if any(hasattr(s, "dim_source") for s in size):
         return tuple(size)  # sizes a static program knows when it runs (see _filled)
     try:
-        return tuple(int(s) for s in size)
+        return tuple(operator.index(s) for s in size)
     except TypeError:
-        raise TypeError(f"expected a shape of ints, got {size!r}") from None
+        bad = next(s for s in size if not _is_index(s))
+        raise TypeError(f"{op}: argument 'size' must be tuple of ints, but found element of "
+                        f"type {type(bad).__name__} ({bad!r}) in {size!r}") from None
+
+
+def _is_index(value) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _dev(device) -> str:
@@ -74,20 +89,25 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else (
             int64 if isinstance(fill_value, int) else get_default_dtype())
-    shape = _shape((size,) if isinstance(size, int) or hasattr(size, "dim_source") else
-                   (tuple(size),))
+    shape = _shape("full", (size,) if not isinstance(size, (tuple, list)) else (tuple(size),))
     return _grad(_filled(shape, fill_value, as_dtype(dtype), _dev(device)), requires_grad)
 
 
+def _constant(op, value, shape, size, dtype, device, requires_grad):
+    return _grad(_filled(_shape(op, shape, size), value, _dt(dtype), _dev(device)), requires_grad)
+
+
 def zeros(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(_filled(_shape(shape, size), 0, _dt(dtype), _dev(device)), requires_grad)
+    return _constant("zeros", 0, shape, size, dtype, device, requires_grad)
 
 
 def ones(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(_filled(_shape(shape, size), 1, _dt(dtype), _dev(device)), requires_grad)
+    return _constant("ones", 1, shape, size, dtype, device, requires_grad)
 
 
-empty = zeros  # hybridfw never hands out uninitialised memory
+def empty(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
+    """Like ``zeros`` (hybridfw never hands out uninitialised memory)."""
+    return _constant("empty", 0, shape, size, dtype, device, requires_grad)
 
 
 def _like(x, dtype, device):
@@ -146,7 +166,7 @@ def _arange_at_run_time(start, end, step, dtype, device):
                         f"start must be a Python int and step 1, got start={start!r}, "
                         f"step={step!r}")
     count = end - start if start else end
-    ones = _filled(_shape((count,)), 1, int64, _dev(device))
+    ones = _filled(_shape("arange", (count,)), 1, int64, _dev(device))
     out = ones.cumsum(0) + (start - 1)
     return out if dtype is None or as_dtype(dtype) is int64 else out.astype(dtype)
 
@@ -167,6 +187,20 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
                        dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False):
+    """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in the
+    exponent.
+
+    >>> hf.logspace(0, 2, 3).tolist()
+    [1.0, 10.0, 100.0]
+    """
+    exponents = apply(K.linspace, start=float(start), end=float(end), steps=int(steps),
+                      dtype=float64, device=_dev(device))
+    values = (float(base) ** exponents).astype(_dt(dtype))
+    return _grad(values, requires_grad)
+
+
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
     return _grad(apply(K.eye, n=int(n), m=int(n if m is None else m), dtype=_dt(dtype),
                        device=_dev(device)), requires_grad)
@@ -174,23 +208,25 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
 
 def rand(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
     """Uniform samples in [0, 1), from the generator ``hf.manual_seed`` seeds."""
-    return _grad(apply(K.uniform, shape=_fixed_shape("rand", _shape(shape, size)), low=0.0,
+    shape = _fixed_shape("rand", _shape("rand", shape, size))
+    return _grad(apply(K.uniform, shape=shape, low=0.0,
                        high=1.0, dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
 def randn(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
     """Standard normal samples."""
-    return _grad(apply(K.normal, shape=_fixed_shape("randn", _shape(shape, size)), mean=0.0,
+    shape = _fixed_shape("randn", _shape("randn", shape, size))
+    return _grad(apply(K.normal, shape=shape, mean=0.0,
                        std=1.0, dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
 def uniform(size, low: float = 0.0, high: float = 1.0, *, dtype=None, device=None):
-    return apply(K.uniform, shape=_shape((size,)), low=float(low), high=float(high),
+    return apply(K.uniform, shape=_shape("uniform", (size,)), low=float(low), high=float(high),
                  dtype=_dt(dtype), device=_dev(device))
 
 
 def normal(mean: float, std: float, size, *, dtype=None, device=None):
-    return apply(K.normal, shape=_shape((size,)), mean=float(mean), std=float(std),
+    return apply(K.normal, shape=_shape("normal", (size,)), mean=float(mean), std=float(std),
                  dtype=_dt(dtype), device=_dev(device))
 
 
@@ -200,19 +236,38 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None):
         if high is None or not isinstance(high, (tuple, list)):
             raise TypeError("randint: expected randint(low, high, size) or randint(high, size)")
         low, high, size = 0, low, high
-    return apply(K.randint, low=int(low), high=int(high), shape=_shape((size,)),
+    return apply(K.randint, low=int(low), high=int(high), shape=_shape("randint", (size,)),
                  dtype=as_dtype(dtype) if dtype is not None else int64, device=_dev(device))
 
 
-def rand_like(input, *, dtype=None, device=None):  # noqa: A002
+def rand_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
     """Uniform samples in [0, 1) of ``input``'s shape (in a static program, its run-time
     shape)."""
     shape, dt, dev = _like(input, dtype, device)
-    return _creation(K.uniform, input, shape, low=0.0, high=1.0, dtype=dt, device=dev)
+    return _grad(_creation(K.uniform, input, shape, low=0.0, high=1.0, dtype=dt, device=dev),
+                 requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None):  # noqa: A002
+def randn_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
     """Standard normal samples of ``input``'s shape (in a static program, its run-time
     shape)."""
     shape, dt, dev = _like(input, dtype, device)
-    return _creation(K.normal, input, shape, mean=0.0, std=1.0, dtype=dt, device=dev)
+    return _grad(_creation(K.normal, input, shape, mean=0.0, std=1.0, dtype=dt, device=dev),
+                 requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None,  # noqa: A002
+                 requires_grad: bool = False):
+    """Integers in [low, high) (``randint_like(x, high)`` or ``randint_like(x, low, high)``)
+    of ``input``'s shape, in ``input``'s dtype unless ``dtype`` is given (as PyTorch).
+
+    >>> hf.randint_like(hf.zeros(2, 3), 5).shape
+    (2, 3)
+    """
+    if high is None:
+        low, high = 0, low
+    shape, dt, dev = _like(input, dtype, device)
+    integral = dt if dt.category == int64.category else int64
+    draw = apply(K.randint, low=int(low), high=int(high),
+                 shape=_fixed_shape("randint_like", shape), dtype=integral, device=dev)
+    return _grad(draw if integral is dt else draw.astype(dt), requires_grad)

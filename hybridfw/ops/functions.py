@@ -5,23 +5,26 @@ from __future__ import annotations
 from . import composite as C
 from . import elementwise as E
 from .composite import (abs, all, any, argmax, argmin, bmm, broadcast_to, cat, chunk, clamp,
-                        cumsum, dot, einsum, flatten, gather, index_select, logsumexp,
+                        cumprod, cumsum, dot, einsum, flatten, gather, index_select, logsumexp,
                         masked_fill, matmul, max, maximum, mean, min, minimum, mm, mv, narrow,
                         nonzero, outer, permute, pow, prod, reshape, round, split, squeeze, stack,
                         std, sum, transpose, unsqueeze, var, where)
 from .composite_compare import (clamp_max, clamp_min, count_nonzero, isclose, logical_and,
                                 logical_or, logical_xor, nan_to_num)
-from .composite_math import (addcdiv, addcmul, bernoulli, diff, fmod, hypot, lerp, logaddexp,
-                             meshgrid, normal, repeat_interleave)
+from .composite_math import (addcdiv, addcmul, bernoulli, diff, div, fmod, hypot, lerp,
+                             logaddexp, meshgrid, normal, repeat_interleave, true_divide)
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
-                              masked_select, movedim, nansum, roll, swapaxes, tile, tril, triu,
-                              unbind)
+                              masked_select, movedim, nansum, roll, scatter, scatter_add,
+                              std_mean, swapaxes, tile, tril, triu, unbind, var_mean)
+from ..dtypes import DType, as_dtype
+from ..dtypes import promote_types as _promote_types
+from ..dtypes import result_type as _result_type
 from .registry import apply
-from .sorting import argsort, msort, randperm, sort, topk
+from .sorting import argsort, median, msort, randperm, sort, topk
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
-           "clip", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
+           "clip", "cumprod", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
            "masked_fill", "matmul",
            "max", "maximum", "mean", "min", "minimum", "narrow", "permute", "pow", "prod",
            "reshape", "split", "squeeze", "stack", "std", "sum", "transpose", "unsqueeze", "var",
@@ -38,7 +41,9 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "logical_xor", "nan_to_num", "clone", "t", "argsort", "msort", "randperm", "sort",
            "topk", "diag", "diagonal", "norm", "trace", "addcdiv", "addcmul", "bernoulli",
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
-           "repeat_interleave", "atan2", "arctan2"]
+           "repeat_interleave", "atan2", "arctan2", "divide", "true_divide",
+           "scatter", "scatter_add", "median", "var_mean", "std_mean", "result_type",
+           "promote_types"]
 
 clip = clamp
 concat = concatenate = cat
@@ -110,7 +115,7 @@ def sub(input, other, *, alpha=1):  # noqa: A002
 
 
 mul = _binary(E.mul, "mul")
-div = _binary(E.div, "div")
+divide = div
 floor_divide = _binary(E.floor_divide, "floor_divide")
 remainder = _binary(E.remainder, "remainder")
 atan2 = arctan2 = _binary(E.atan2, "atan2")
@@ -179,3 +184,22 @@ def t(input):  # noqa: A002
 def equal(input, other) -> bool:  # noqa: A002
     """Same shape and the same elements."""
     return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+
+
+def result_type(tensor, other) -> DType:
+    """The dtype an arithmetic op on ``tensor`` and ``other`` (tensors or Python numbers)
+    gives, by PyTorch's promotion rules.
+
+    >>> hf.result_type(hf.tensor([1, 2]), 1.0)
+    hybridfw.float32
+    """
+    return _result_type(tensor, other)
+
+
+def promote_types(type1, type2) -> DType:
+    """The smallest dtype both ``type1`` and ``type2`` convert to (PyTorch's rules).
+
+    >>> hf.promote_types(hf.int32, hf.float16)
+    hybridfw.float16
+    """
+    return _promote_types(as_dtype(type1), as_dtype(type2))

@@ -366,10 +366,37 @@ def _gather_index(xp, index, dim):
     return tuple(grids)
 
 
+class IndexOutOfBoundsError(IndexError, RuntimeError):
+    """An index tensor holds a position outside its dim (gather, scatter: PyTorch raises
+    ``RuntimeError`` there, Python code expects ``IndexError``; this error is both)."""
+
+
+def check_index_bounds(op: str, index, dim: int, size: int) -> None:
+    """Refuse entries of ``index`` outside ``[0, size)`` (negative ones do not wrap around,
+    as in PyTorch's gather and scatter), naming the first bad one."""
+    if index.size and (int(index.min()) < 0 or int(index.max()) >= size):
+        bad = index[(index < 0) | (index >= size)].ravel()[0]
+        raise IndexOutOfBoundsError(f"{op}: index {int(bad)} is out of bounds for dimension "
+                                    f"{dim} with size {size}")
+
+
+def _check_index_infer(index, like, *, name, dim):
+    return tuple(index.shape), index.dtype, None
+
+
+def _check_index_kernel(xp, index, like, *, name, dim):
+    check_index_bounds(name, index, dim, like.shape[dim])
+    return index
+
+
+# ``index`` itself, once its entries are known to lie in ``[0, like.shape[dim])`` (read when the
+# op runs): ops built on getitem, where negative indices wrap, refuse them as PyTorch does.
+check_index = register("check_index", infer=_check_index_infer, kernel=_check_index_kernel,
+                       view=True)
+
+
 def _gather_kernel(xp, a, index, *, dim):
-    n = a.shape[dim]
-    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
-        raise IndexError(f"gather: index out of range for dim {dim} with size {n}")
+    check_index_bounds("gather", index, dim, a.shape[dim])
     return a[_gather_index(xp, index, dim % a.ndim)]
 
 
@@ -400,7 +427,65 @@ gather_backward = register(
     "gather_backward", infer=_gather_backward_infer, kernel=_gather_backward_kernel, save=(1,),
     vjp=(lambda g, out, g0, index, *like, dim, shape: apply(gather, g, index, dim=dim), None))
 
+def _scatter_infer(a, index, src, *, dim, reduce=None):
+    from .infer import normalize_dim
+    op = "scatter_add" if reduce == "add" else "scatter"
+    d = normalize_dim(op, dim, a.ndim)
+    if index.dtype.category != 1:
+        raise TypeError(f"{op}: index must be an integer tensor, got dtype {index.dtype}")
+    if index.ndim != a.ndim:
+        raise ValueError(f"{op}: index must have as many dims as input, got index shape "
+                         f"{index.shape} and input shape {a.shape}")
+    if isinstance(src, TensorLike):
+        if src.dtype is not a.dtype:
+            raise TypeError(f"{op}: src must have the input's dtype {a.dtype}, got {src.dtype}")
+        if src.ndim != a.ndim:
+            raise ValueError(f"{op}: src must have as many dims as input, got src shape "
+                             f"{src.shape} and input shape {a.shape}")
+    for i, s in enumerate(index.shape):
+        if s == -1:
+            continue
+        if (i != d and a.shape[i] != -1 and s > a.shape[i]) or (
+                isinstance(src, TensorLike) and src.shape[i] != -1 and s > src.shape[i]):
+            raise ValueError(f"{op}: index shape {index.shape} exceeds input shape {a.shape} "
+                             f"or src shape {getattr(src, 'shape', ())} in dim {i}")
+    return tuple(a.shape), a.dtype, None
+
+
+def _scatter_kernel(xp, a, index, src, *, dim, reduce=None, out=None):
+    """``a`` (or ``out``, in place) with ``src`` (its leading ``index.shape`` block, or a
+    number) written, or added for ``reduce='add'``, at ``index`` along ``dim``."""
+    check_index_bounds("scatter_add" if reduce == "add" else "scatter", index, dim % a.ndim,
+                       a.shape[dim])
+    if out is None:
+        out = a.copy()
+    if getattr(src, "ndim", 0):
+        src = src[tuple(slice(0, s) for s in index.shape)]
+    positions = _gather_index(xp, index, dim % a.ndim)
+    if reduce == "add":
+        add_at(xp, out, positions, src)
+    else:
+        out[positions] = src
+    return out
+
+
+def _scatter_grad_self(g, out, a, index, src, *, dim, reduce=None):
+    return g if reduce == "add" else apply(scatter, g, index, 0.0, dim=dim)
+
+
+def _scatter_grad_src(g, out, a, index, src, *, dim, reduce=None):
+    if tuple(src.shape) != tuple(index.shape):
+        raise ValueError(f"scatter: the gradient with respect to src needs src of the index's "
+                         f"shape {tuple(index.shape)}, got {tuple(src.shape)}")
+    return apply(gather, g, index, dim=dim)
+
+
+scatter = register("scatter", infer=_scatter_infer, kernel=_scatter_kernel, supports_out=True,
+                   save=(1,), vjp=(_scatter_grad_self, None, _scatter_grad_src))
+
+
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
+           "scatter", "check_index", "IndexOutOfBoundsError", "check_index_bounds",
            "parse_index", "index_shape", "build_index", "narrow"]
 
 
@@ -514,5 +599,21 @@ def _onnx_gather(ctx, a, index, *, dim):
                     axis=dim % ctx.metas[0].ndim)
 
 
+def _onnx_scatter(ctx, a, index, src, *, dim, reduce=None):
+    index_meta = ctx.metas[1]
+    if not isinstance(ctx.metas[2], TensorLike):
+        if -1 in index_meta.shape:
+            raise ctx.fail("scatter with a number as src lowers to ONNX only with an index "
+                           f"of known shape; got {tuple(index_meta.shape)}")
+        src = ctx.node("Expand", [ctx.operand(2, ctx.out.dtype), ctx.ints(index_meta.shape)])
+    elif tuple(ctx.metas[2].shape) != tuple(index_meta.shape):
+        raise ctx.fail(f"scatter lowers to ONNX only with src of the index's shape; got src "
+                       f"{tuple(ctx.metas[2].shape)} and index {tuple(index_meta.shape)}")
+    return ctx.node("ScatterElements", [a, ctx.cast(index, index_meta.dtype, "int64"), src],
+                    axis=dim % ctx.metas[0].ndim, reduction="add" if reduce == "add" else None)
+
+
 onnx_rules(getitem=_onnx_getitem, index_put=_onnx_index_put, gather=_onnx_gather,
+           scatter=_onnx_scatter,
+           check_index=lambda ctx, index, like, *, name, dim: ctx.node("Identity", [index]),
            getitem_backward=_GRADIENT_ONLY, gather_backward=_GRADIENT_ONLY)

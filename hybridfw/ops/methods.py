@@ -19,6 +19,7 @@ from . import indexing as I
 from . import linalg as L
 from . import reduction as R
 from . import sorting as O
+from .infer import normalize_dim
 from .registry import TensorLike, _get_current, apply, apply_inplace
 
 __all__ = ["TensorMethods"]
@@ -232,7 +233,12 @@ class TensorMethods(TensorLike):
     def mul(self, other):
         return apply(_mul, self, other)
 
-    def div(self, other):
+    def div(self, other, *, rounding_mode=None):
+        return A.div(self, other, rounding_mode=rounding_mode)
+
+    divide = div
+
+    def true_divide(self, other):
         return apply(_div, self, other)
 
     def floor_divide(self, other):
@@ -483,6 +489,9 @@ class TensorMethods(TensorLike):
     def cumsum(self, dim, *, dtype=None):
         return C.cumsum(self, dim, dtype=dtype)
 
+    def cumprod(self, dim, *, dtype=None):
+        return C.cumprod(self, dim, dtype=dtype)
+
     def all(self, dim=None, keepdim=False):
         return C.all(self, dim, keepdim)
 
@@ -497,6 +506,9 @@ class TensorMethods(TensorLike):
 
     def msort(self):
         return O.msort(self)
+
+    def median(self, dim=None, keepdim=False):
+        return O.median(self, dim, keepdim)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
         return O.topk(self, k, dim, largest, sorted)
@@ -555,6 +567,12 @@ class TensorMethods(TensorLike):
 
     def index_select(self, dim, index):
         return C.index_select(self, dim, index)
+
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return X.scatter(self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_add(self, dim, index, src):
+        return X.scatter_add(self, dim, index, src)
 
     def swapaxes(self, axis0, axis1):
         return C.transpose(self, axis0, axis1)
@@ -708,8 +726,27 @@ class TensorMethods(TensorLike):
     def mul_(self, other):
         return apply_inplace(_mul, self, self, other)
 
-    def div_(self, other):
-        return apply_inplace(_div, self, self, other)
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return apply_inplace(_div, self, self, other)
+        return self.copy_(A.div(self, other, rounding_mode=rounding_mode))
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        if reduce not in (None, "add"):
+            raise ValueError(f"scatter_: reduce must be None or 'add', got {reduce!r}")
+        return apply_inplace(I.scatter, self, self, index,
+                             X._scatter_source("scatter_", src, value),
+                             dim=normalize_dim("scatter_", dim, self.ndim), reduce=reduce)
+
+    def scatter_add_(self, dim, index, src):
+        return apply_inplace(I.scatter, self, self, index, src,
+                             dim=normalize_dim("scatter_add_", dim, self.ndim), reduce="add")
+
+    def pow_(self, exponent):
+        return apply_inplace(E.pow_, self, self, exponent)
+
+    def neg_(self):
+        return apply_inplace(E.neg, self, self)
 
     def clamp_(self, min=None, max=None):  # noqa: A002
         return apply_inplace(E.clamp, self, self, min=min, max=max)

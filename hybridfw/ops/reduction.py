@@ -10,7 +10,8 @@ import numpy as np
 
 from ..dtypes import int64
 from . import shape_ops
-from .elementwise import eq
+from .elementwise import eq, where
+from .indexing import getitem
 from .infer import normalize_dim, normalize_dims
 from .lowering_rules import array_rule
 from .registry import OnnxNotExportable, apply, onnx_rules, register
@@ -212,17 +213,26 @@ prod = register("prod", infer=_prod_infer, kernel=_prod_kernel, save=(0,),
                      expand_reduced(g, a.shape, dim, keepdim) * apply(exclusive_prod, a, dim=dim),))
 
 
-def _cumsum_infer(a, *, dim):
-    normalize_dim("cumsum", dim, a.ndim)
-    dt = a.dtype if a.dtype.is_floating_point else int64
-    return a.shape, dt, None
+def _cumulative_infer(name):
+    def infer(a, *, dim):
+        normalize_dim(name, dim, a.ndim)
+        dt = a.dtype if a.dtype.is_floating_point else int64
+        return a.shape, dt, None
+    return infer
 
 
-def _cumsum_kernel(xp, a, *, dim):
-    result = a.dtype if a.dtype.kind == "f" else "int64"
-    if a.ndim == 0:
-        return a.astype(result)
-    return xp.cumsum(a, axis=dim, dtype=_accumulate_dtype(a)).astype(result, copy=False)
+def _cumulative_kernel(fname):
+    """``xp.cumsum``/``xp.cumprod`` along ``dim``: integers and bools give int64, floats
+    accumulate in float64 and keep their dtype (as PyTorch's CPU kernels: a float32 running
+    sum of 10**5 times 0.1 drifts by over 1 otherwise)."""
+    def kernel(xp, a, *, dim):
+        result = a.dtype if a.dtype.kind == "f" else "int64"
+        if a.ndim == 0:
+            return a.astype(result)
+        accumulate = "float64" if a.dtype.kind == "f" else "int64"
+        return getattr(xp, fname)(a, axis=dim, dtype=accumulate).astype(result, copy=False)
+    kernel.__name__ = f"{fname}_kernel"
+    return kernel
 
 
 def _cumsum_grad(g, out, a, *, dim):
@@ -230,7 +240,47 @@ def _cumsum_grad(g, out, a, *, dim):
     return apply(sum_, g, dim=dim, keepdim=True) - apply(cumsum, g, dim=dim) + g
 
 
-cumsum = register("cumsum", infer=_cumsum_infer, kernel=_cumsum_kernel, vjp=(_cumsum_grad,))
+cumsum = register("cumsum", infer=_cumulative_infer("cumsum"),
+                  kernel=_cumulative_kernel("cumsum"), vjp=(_cumsum_grad,))
+
+
+def _cumprod_grad(g, out, a, *, dim, depth=2):
+    """PyTorch's rule, zeros included. Along ``dim``, before the first zero of ``a`` the
+    gradient is the reverse cumulative sum of ``g * out`` over ``a``; at the first zero it is
+    that sum for ``a`` with that zero made 1 (its factor left out); past it, that zero times
+    this same rule for ``a`` with the zero made 1: 0, written so that its own derivative (the
+    second one) is right. ``depth`` bounds that nesting (two zeros per slice are enough for
+    exact second derivatives; past the last nesting the gradient is the constant 0)."""
+    if a.ndim == 0:
+        return g
+
+    # summed from the end (as PyTorch), not as total - prefix: that cancels badly where the
+    # later products are tiny next to the earlier ones
+    reverse = (("slice", None, None, None),) * (dim % a.ndim) + (("slice", None, None, -1),)
+
+    def reverse_cumsum(v):
+        flipped = apply(getitem, v, spec=reverse)
+        return apply(getitem, apply(cumsum, flipped, dim=dim), spec=reverse)
+
+    zero = apply(eq, a, 0)
+    zeros_so_far = apply(cumsum, zero, dim=dim)
+    first_zero = zero & apply(eq, zeros_so_far, 1)
+    before = reverse_cumsum(g * out) / apply(where, zero, 1, a)
+    without_first = apply(where, first_zero, 1, a)
+    out_without_first = apply(cumprod, without_first, dim=dim)
+    at_first = reverse_cumsum(g * out_without_first)
+    past = 0
+    if depth:
+        first_value = apply(sum_, apply(where, first_zero, a, 0), dim=dim, keepdim=True)
+        past = first_value * _cumprod_grad(g, out_without_first, without_first, dim=dim,
+                                           depth=depth - 1)
+    return apply(where, apply(eq, zeros_so_far, 0), before,
+                 apply(where, first_zero, at_first, past))
+
+
+cumprod = register("cumprod", infer=_cumulative_infer("cumprod"),
+                   kernel=_cumulative_kernel("cumprod"), save=(0,), save_output=True,
+                   vjp=(_cumprod_grad,))
 
 
 def _dim_numel_infer(a, *, dim=None):
@@ -249,7 +299,8 @@ def _dim_numel_kernel(xp, a, *, dim=None):
 # and var divide by when a static program only knows a reduced dim as -1.
 dim_numel = register("dim_numel", infer=_dim_numel_infer, kernel=_dim_numel_kernel)
 
-__all__ = ["sum_", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "expand_reduced",
+__all__ = ["sum_", "amax", "amin", "argmax", "argmin", "prod", "cumsum", "cumprod",
+           "expand_reduced",
            "exclusive_prod", "dim_numel"]
 
 
@@ -287,6 +338,33 @@ def _onnx_cumsum(ctx, a, *, dim):
     return ctx.node("CumSum", [x, ctx.const(dim, "int64")])
 
 
+def _onnx_cumprod(ctx, a, *, dim):
+    """ONNX has no CumProd: exp of the CumSum of log|a|, with the sign from a CumSum counting
+    negative factors and zeros kept by a CumSum counting zeros."""
+    dt = ctx.out.dtype
+    x = ctx.operand(0, dt)
+    if ctx.metas[0].ndim == 0:
+        return ctx.node("Identity", [x])
+    axis = ctx.const(dim, "int64")
+
+    def count(mask):
+        return ctx.node("CumSum", [ctx.cast(mask, "bool", "int64"), axis])
+
+    zero = ctx.const(0, dt)
+    zeros = count(ctx.node("Equal", [x, zero]))
+    negatives = count(ctx.node("Less", [x, zero]))
+    magnitude = ctx.node("Exp", [ctx.node("CumSum", [
+        ctx.node("Log", [ctx.node("Abs", [ctx.cast(x, dt, "float64")])]), axis])])
+    if not dt.is_floating_point:  # whole numbers: undo exp/log rounding before the cast
+        magnitude = ctx.node("Round", [magnitude])
+    magnitude = ctx.cast(magnitude, "float64", dt)
+    odd = ctx.node("Equal", [ctx.node("Mod", [negatives, ctx.const(2, "int64")]),
+                             ctx.const(1, "int64")])
+    signed = ctx.node("Where", [odd, ctx.node("Neg", [magnitude]), magnitude])
+    return ctx.node("Where", [ctx.node("Greater", [zeros, ctx.const(0, "int64")]), zero,
+                              signed])
+
+
 def _onnx_dim_numel(ctx, a, *, dim=None):
     meta = ctx.metas[0]
     dims = normalize_dims("dim_numel", dim, meta.ndim)
@@ -300,6 +378,6 @@ def _onnx_dim_numel(ctx, a, *, dim=None):
 onnx_rules(sum=_onnx_reduce("ReduceSum"), amax=_onnx_reduce("ReduceMax"),
            amin=_onnx_reduce("ReduceMin"), prod=_onnx_reduce("ReduceProd"),
            argmax=_onnx_arg("ArgMax"), argmin=_onnx_arg("ArgMin"), cumsum=_onnx_cumsum,
-           dim_numel=_onnx_dim_numel,
+           cumprod=_onnx_cumprod, dim_numel=_onnx_dim_numel,
            exclusive_prod=OnnxNotExportable("a gradient helper of prod (backward only); an "
                                             "exported model is inference only"))

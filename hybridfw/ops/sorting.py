@@ -15,11 +15,12 @@ from .factories import _dev
 from .infer import normalize_dim
 from .registry import apply, onnx_rules, register
 
-__all__ = ["argsort_op", "sort", "argsort", "topk", "msort", "randperm", "SortResult",
-           "TopKResult"]
+__all__ = ["argsort_op", "sort", "argsort", "topk", "msort", "randperm", "median",
+           "SortResult", "TopKResult", "MedianResult"]
 
 SortResult = namedtuple("sort", ["values", "indices"])
 TopKResult = namedtuple("topk", ["values", "indices"])
+MedianResult = namedtuple("median", ["values", "indices"])
 
 
 def _argsort_infer(a, *, dim, descending):
@@ -132,3 +133,36 @@ def randperm(n: int, *, dtype=None, device=None):
     perm = argsort(keys)
     dt = int64 if dtype is None else as_dtype(dtype)
     return perm if dt is int64 else perm.astype(dt)
+
+
+def median(input, dim=None, keepdim: bool = False):  # noqa: A002
+    """The median, the lower of the two middle values for an even count (as PyTorch); NaN
+    where the values hold a NaN. Without ``dim``, over all elements (a 0-d tensor); with
+    ``dim``, a ``(values, indices)`` named tuple along it. Differentiable in ``values``.
+
+    >>> hf.median(hf.tensor([4.0, 1.0, 3.0, 2.0])).item()
+    2.0
+    >>> hf.tensor([[1.0, 5.0, 3.0]]).median(dim=1).indices.tolist()
+    [2]
+    """
+    x = input
+    if dim is None:
+        return median(C.reshape(x, -1), 0).values.reshape(())
+    d = normalize_dim("median", dim, x.ndim)
+    if x.ndim == 0:
+        return MedianResult(x, argsort(x, d))  # its one element, at index 0
+    n = x.shape[d]
+    if n == 0:
+        raise IndexError(f"median: dim {dim} of the input of shape {tuple(x.shape)} is empty")
+    if n == -1:
+        raise ValueError(f"median: the size of dim {dim} is only known when the program runs; "
+                         "median needs it when the program is built")
+    ordered = sort(x, d)
+    # NaN sorts last: a slice holding one takes its last position, as PyTorch propagates NaN
+    has_nan = C.any(x != x, d, keepdim=True)
+    pick = C.where(has_nan, n - 1, (n - 1) // 2)
+    values = C.gather(ordered.values, d, pick)
+    indices = C.gather(ordered.indices, d, pick)
+    if not keepdim:
+        values, indices = C.squeeze(values, d), C.squeeze(indices, d)
+    return MedianResult(values, indices)

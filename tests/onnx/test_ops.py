@@ -29,6 +29,16 @@ def _np_softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _np_scatter(a, index, src, add=False):
+    out, index = a.copy(), np.asarray(index)
+    rows = np.arange(index.shape[0])[:, None]
+    if add:
+        np.add.at(out, (rows, index), src)
+    else:
+        out[rows, index] = src
+    return out
+
+
 # id -> (function of tensors, inputs, numpy reference of the same arrays)
 CASES = {
     "add_int_float": (lambda a, i: a + i, [A, I], lambda a, i: a + i),
@@ -36,6 +46,17 @@ CASES = {
     "mul_bool": (lambda a, m: a * m, [A, M], lambda a, m: a * m),
     "div_ints": (lambda i, j: i / j, [I, J], lambda i, j: (i / j).astype(np.float32)),
     "floor_divide_ints": (lambda i, j: i // j, [I, J], lambda i, j: i // j),
+    "cumprod_floats_with_zero": (lambda a: (a * (a > -1.0)).cumprod(1), [A],
+                                 lambda a: np.cumprod(a * (a > -1.0), 1)),
+    "cumprod_ints": (lambda i: i.cumprod(1), [I], lambda i: np.cumprod(i, 1)),
+    "scatter_src": (lambda a: a.scatter(1, hf.tensor([[2, 0], [1, 3], [0, 0]]), a[:, :2] * 2.0),
+                    [A], lambda a: _np_scatter(a, [[2, 0], [1, 3], [0, 0]], a[:, :2] * 2.0)),
+    "scatter_value": (lambda a: a.scatter(1, hf.tensor([[2, 0], [1, 3], [0, 1]]), 5.0), [A],
+                      lambda a: _np_scatter(a, [[2, 0], [1, 3], [0, 1]], np.full((3, 2), 5.0))),
+    "scatter_add": (lambda a: a.scatter_add(1, hf.tensor([[2, 2], [1, 3], [0, 0]]), a[:, :2]),
+                    [A], lambda a: _np_scatter(a, [[2, 2], [1, 3], [0, 0]], a[:, :2], True)),
+    "div_trunc_ints": (lambda i, j: hf.div(i, j, rounding_mode="trunc"), [I, J],
+                       lambda i, j: np.trunc(i / j).astype(np.int64)),
     "floor_divide_floats": (lambda a, b: a // b, [A, B], lambda a, b: a // b),
     "remainder_ints": (lambda i, j: i % j, [I, J], lambda i, j: i % j),
     "remainder_floats": (lambda a, b: a % b, [A, B], lambda a, b: np.mod(a, b)),

@@ -135,6 +135,15 @@ def torch_mod():
     return torch
 
 
+def _scatter_ref(x, dim, idx, src, add):
+    out = x.copy()
+    for pos in np.ndindex(*idx.shape):
+        dst = list(pos)
+        dst[dim] = idx[pos]
+        out[tuple(dst)] = out[tuple(dst)] + src[pos] if add else src[pos]
+    return out
+
+
 def _gather_ref(x, dim, idx):
     out = np.empty(idx.shape, dtype=x.dtype)
     for pos in np.ndindex(*idx.shape):
@@ -194,6 +203,7 @@ IDX_NEG = np.array([-1, 0, -2], dtype=np.int64)
 GATHER_1 = np.array([[0, 3], [1, 1], [3, 0]], dtype=np.int64)          # (3,2) on (3,4) dim 1
 GATHER_0 = np.array([[0, 1, 2, 0], [2, 2, 0, 1]], dtype=np.int64)      # (2,4) on (3,4) dim 0
 GATHER_SMALL = np.array([[2, 2], [0, 1]], dtype=np.int64)               # (2,2) on (3,4) dim 1
+SCATTER_1 = np.array([[0, 3], [1, 2], [3, 0]], dtype=np.int64)         # no repeats in a row
 SEL_REPEAT = np.array([2, 0, 2], dtype=np.int64)
 PUT_I = np.array([0, 2, 3], dtype=np.int64)
 PUT_J = np.array([1, 1, 4], dtype=np.int64)
@@ -441,6 +451,12 @@ OPS = [
         (F32, F64, I32, I64, BOOL), out_dtype=acc),
     Row("cumsum_neg_dim", lambda x: hf.cumsum(x, dim=-1), lambda x: np.cumsum(x, -1),
         [Inp((2, 3, 4))], FLOATS_INT, out_dtype=acc),
+    Row("cumprod_dim1", lambda x: x.cumprod(1), lambda x: np.cumprod(x, 1), [A34],
+        (F32, F64, I32, I64), out_dtype=acc, order=2),
+    Row("cumprod_with_zeros_fn", lambda x: hf.cumprod(x, dim=-1), lambda x: np.cumprod(x, -1),
+        [Inp((3, 5), "with_zeros")], order=2),
+    Row("cumprod_two_zeros", lambda x: x.cumprod(0), lambda x: np.cumprod(x, 0),
+        [Inp(values=[2.0, 0.0, 3.0, 0.0, -1.5])], order=2, torch_fn=lambda x: x.cumprod(0)),
     # ------------------------------------------------------------------ shape ops
     Row("reshape", lambda x: x.reshape(4, 3), lambda x: x.reshape(4, 3), [A34], ALL_NUM),
     Row("reshape_minus1", lambda x: x.reshape(-1), lambda x: x.reshape(-1), [A34]),
@@ -590,6 +606,15 @@ OPS = [
         [A34, Fixed(GATHER_SMALL)]),
     Row("gather_neg_dim", lambda x, i: x.gather(-1, i), lambda x, i: _gather_ref(x, 1, i),
         [A34, Fixed(GATHER_1)]),
+    Row("scatter_src_dim1", lambda x, i, s: x.scatter(1, i, s),
+        lambda x, i, s: _scatter_ref(x, 1, i, s, add=False), [A34, Fixed(SCATTER_1),
+                                                             Inp((3, 2))], order=2),
+    Row("scatter_value_fn", lambda x, i: hf.scatter(x, 0, i, 2.5),
+        lambda x, i: _scatter_ref(x, 0, i, np.full(i.shape, 2.5), add=False),
+        [A34, Fixed(GATHER_0[:, :3][[0]])], ALL_NUM),
+    Row("scatter_add_dim0", lambda x, i, s: x.scatter_add(0, i, s),
+        lambda x, i, s: _scatter_ref(x, 0, i, s, add=True), [A34, Fixed(GATHER_0),
+                                                            Inp((2, 4))], order=2),
     Row("index_select_dim1", lambda x, i: x.index_select(1, i), lambda x, i: np.take(x, i, 1),
         [A34, Fixed(SEL_REPEAT)], ALL_NUM),
     Row("index_select_dim0_fn", lambda x, i: hf.index_select(x, 0, i),

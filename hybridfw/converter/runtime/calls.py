@@ -498,8 +498,8 @@ def convert_with(manager):
     any other one is refused, since its effect would only happen while tracing."""
     import contextlib
 
-    from ...dygraph.autograd import set_grad_enabled
-    if isinstance(manager, (set_grad_enabled, contextlib.nullcontext)) or \
+    from ...dygraph.autograd import GradModeContext
+    if isinstance(manager, (GradModeContext, contextlib.nullcontext)) or \
             getattr(manager, "__hf_static_safe__", False):
         return manager
     frame = user_frame(1)
