@@ -308,9 +308,10 @@ def cat(tensors, dim: int = 0):
         if t.ndim == 0:
             raise ValueError(f"cat: the 0-d tensor at position {i} cannot be concatenated; "
                              "use hf.stack, or unsqueeze it first")
+    d = normalize_dim("cat", dim, tensors[0].ndim)  # (checked for one tensor too)
     if len(tensors) == 1:
         return tensors[0]
-    return apply(S.concat, *tensors, dim=normalize_dim("cat", dim, tensors[0].ndim))
+    return apply(S.concat, *tensors, dim=d)
 
 
 def stack(tensors, dim: int = 0):

@@ -35,3 +35,13 @@ def test_gradient_and_static_program():
         return hf.cat([x, hf.tensor([]), x * 2])
 
     np.testing.assert_array_equal(f(hf.tensor(X)).numpy(), np.concatenate([X, 2 * X]))
+
+
+@pytest.mark.parametrize("lib_name", ["hf", "torch"])
+def test_one_tensor_still_checks_dim(lib_name):
+    lib = hf if lib_name == "hf" else pytest.importorskip("torch")
+    x = lib.tensor(X)
+    assert lib.cat([x], -1) is x or np.array_equal(lib.cat([x], -1).numpy(), X)
+    for dim in (2, -3):
+        with pytest.raises(IndexError):
+            lib.cat([x], dim)
