@@ -46,13 +46,14 @@ def cuda_device_count() -> int:
 class MemoryCounter:
     """Bytes of live storage on one device, with peak and allocation count."""
 
-    __slots__ = ("allocated", "peak", "count", "largest")
+    __slots__ = ("allocated", "peak", "count", "largest", "reserved")
 
     def __init__(self):
         self.allocated = 0
         self.peak = 0
         self.count = 0
         self.largest = 0
+        self.reserved = 0  # buffers kept for reuse between calls (see ReservedStorage)
 
 
 class Device:
@@ -219,6 +220,30 @@ class Storage:
 
     def __del__(self):
         self.device.counter.allocated -= self.nbytes
+
+
+class ReservedStorage(Storage):
+    """The storage of a buffer a component keeps to reuse as scratch space (an optimizer's
+    temporaries): counted in ``reserved`` (``hf.memory.stats()['reserved_bytes']``), like
+    memory a caching allocator keeps, not in ``allocated``, which then shows what a program
+    holds as values (parameters, gradients, optimizer state), as PyTorch's does."""
+
+    __slots__ = ()
+
+    def __init__(self, nbytes: int, dev: Device):
+        self.nbytes = nbytes
+        self.device = dev
+        self.version = 0
+        dev.counter.reserved += nbytes
+
+    def __del__(self):
+        self.device.counter.reserved -= self.nbytes
+
+
+def reserve(tensor) -> None:
+    """Count the freshly made ``tensor`` (no views of it yet) as reserved scratch space."""
+    nbytes = tensor._storage.nbytes
+    tensor._storage = ReservedStorage(nbytes, tensor._storage.device)
 
 
 def storage_for(arr, dev: Device) -> Storage:

@@ -43,7 +43,8 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
 
     ``memory_budget`` (training only): ``None`` keeps every forward value the backward reads;
     ``'sqrt'`` or a number of bytes lets the backward recompute forward values instead
-    (:mod:`hybridfw.memory.recompute`; the plan is ``concrete_program.recompute_report``).
+    (:mod:`hybridfw.memory.recompute`; the plan is
+    ``get_concrete_program(*inputs).recompute_report``).
 
     ``backend``: ``'interpreted'`` (the executor's plans only), ``'compiled'`` (the programs'
     lowerable regions compile with numba at the first call) or ``'auto'`` (they compile once a

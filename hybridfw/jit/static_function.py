@@ -19,6 +19,7 @@ import inspect
 import logging
 import types
 import warnings
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -227,8 +228,8 @@ def _fast_caller(key, entry, instance):
     fs.line(f"if {' or '.join(checks)}:")
     fs.line("    return _MISS")
     plan = entry._hot_plan
-    if plan is None:
-        fs.line(f"return {fs.const(entry, 'entry')}(args, True)")
+    if plan is None:  # (a proxy: the entry holds this function, which must not hold it back)
+        fs.line(f"return {fs.const(weakref.proxy(entry), 'entry')}(args, True)")
     else:
         run = f"{fs.const(plan, 'plan')}({''.join(a + '._data, ' for a in names)})"
         wrap = fs.const(wrap_array, "wrap")
@@ -512,6 +513,21 @@ class StaticFunction:
     def get_program(self, *example_inputs, **kwargs) -> Program:
         """The optimized program ``self(*example_inputs)`` runs (tracing it if needed)."""
         return self.get_concrete_program(*example_inputs, **kwargs).program
+
+    def memory_plan(self, *example_inputs, **kwargs):
+        """The memory plan of the program ``self(*example_inputs)`` runs (tracing it if
+        needed; InputSpecs are accepted as inputs): a :class:`hybridfw.static.MemoryPlan` whose
+        ``arena_bytes`` (the one buffer its intermediates share), ``lower_bound_bytes`` (the
+        most bytes alive at once, what any reuse scheme needs) and ``naive_bytes`` (every
+        intermediate in its own buffer) are the figures; ``str()`` prints them."""
+        from ..static.memory_plan import plan_arena
+        inputs = tuple(_example(v) for v in example_inputs)
+        kwargs = {k: _example(v) for k, v in kwargs.items()}
+        entry = self.get_concrete_program(*inputs, **kwargs)
+        leaves: list = []
+        _flatten((inputs, kwargs), leaves)
+        shapes = {name: tuple(t.shape) for name, t in zip(entry.feed_names, leaves)}
+        return plan_arena(entry.program, shapes, entry.fetch)
 
     def get_concrete_program(self, *example_inputs, **kwargs) -> ConcreteProgram:
         inputs = tuple(_example(v) for v in example_inputs)  # as a call passes them

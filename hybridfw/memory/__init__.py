@@ -48,11 +48,14 @@ def reset_peak(device=None) -> None:
 
 
 def stats(device=None) -> dict:
-    """Current and peak bytes, allocation count and largest block; on CUDA also cupy's pool."""
+    """Current and peak bytes, allocation count and largest block; ``reserved_bytes``:
+    scratch buffers kept for reuse (optimizers' temporaries), not counted as allocated; on
+    CUDA also cupy's pool."""
     dev = cpu if device is None else as_device(device)
     c = dev.counter
     out = {"device": str(dev), "allocated_bytes": c.allocated, "peak_bytes": c.peak,
-           "allocation_count": c.count, "largest_block_bytes": c.largest}
+           "allocation_count": c.count, "largest_block_bytes": c.largest,
+           "reserved_bytes": c.reserved}
     if dev.type == "cuda":
         pool = dev.xp.get_default_memory_pool()
         out["pool_used_bytes"] = int(pool.used_bytes())

@@ -327,7 +327,21 @@ def _building_program() -> bool:
 
 
 # ---- public API -----------------------------------------------------------------------------
-def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, **kwargs) -> Any:
+def _check_reentrant(api: str, use_reentrant, determinism_check, debug) -> None:
+    """PyTorch's options with nothing to choose here: one implementation serves both
+    ``use_reentrant`` values (recomputation in backward, ``hf.autograd.grad`` included)."""
+    if use_reentrant is not None and not isinstance(use_reentrant, bool):
+        raise TypeError(f"{api}: use_reentrant must be True, False or None, got "
+                        f"{use_reentrant!r}")
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"{api}: determinism_check must be 'default' or 'none', got "
+                         f"{determinism_check!r}")
+    if not isinstance(debug, bool):
+        raise TypeError(f"{api}: debug must be a bool, got {debug!r}")
+
+
+def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, use_reentrant=None,
+               determinism_check: str = "default", debug: bool = False, **kwargs) -> Any:
     """``fn(*args, **kwargs)`` without keeping its activations: backward recomputes them.
 
     The forward keeps only the arguments. In backward the function runs again with grad
@@ -345,6 +359,8 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, **kwargs) -
 
     Under ``hf.no_grad()``, and while a static program is being built (``hf.jit.to_static``
     traces through it; static programs use the recompute pass), it just calls ``fn``.
+    ``use_reentrant``, ``determinism_check`` and ``debug`` are accepted as PyTorch takes them
+    (one implementation serves both ``use_reentrant`` values); they are not passed to ``fn``.
 
     Example::
 
@@ -359,6 +375,7 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, **kwargs) -
     if not callable(fn):
         raise TypeError(f"checkpoint: expected a callable as the first argument, got "
                         f"{type(fn).__name__}")
+    _check_reentrant("checkpoint", use_reentrant, determinism_check, debug)
     if not GradMode.enabled or _building_program():
         return fn(*args, **kwargs)
     leaves: list = []
@@ -411,8 +428,9 @@ def segment_sizes(n: int, segments: int) -> list:
     return sizes
 
 
-def checkpoint_sequential(functions, segments: int, input,
-                          preserve_rng_state: bool = True):
+def checkpoint_sequential(functions, segments: int, input, use_reentrant=None,
+                          preserve_rng_state: bool = True, determinism_check: str = "default",
+                          debug: bool = False):
     """Run a chain of layers on ``input``, checkpointing all segments but the last.
 
     ``functions`` is an ``nn.Sequential`` or a list of callables applied one after another;
@@ -432,6 +450,7 @@ def checkpoint_sequential(functions, segments: int, input,
         >>> model[0].weight.grad.shape
         (8, 8)
     """
+    _check_reentrant("checkpoint_sequential", use_reentrant, determinism_check, debug)
     functions = list(functions)
     if not functions:
         raise ValueError("checkpoint_sequential: functions is empty; pass an nn.Sequential or a "

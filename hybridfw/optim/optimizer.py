@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import reserve
 from ..dygraph import Tensor, enable_grad, no_grad, tensor
 from ..nn.modules.module import _RemovableHandle
 from ..ops.factories import zeros
@@ -70,7 +71,10 @@ class ScratchPool:
     For each (device, dtype) one flat buffer holds ``slots`` regions the size of the largest
     parameter; each parameter gets cached views of those regions shaped like it. Parameters are
     updated one after another, so they can all share the same regions: the pool costs
-    ``slots x largest parameter`` bytes, not a copy of the model.
+    ``slots x largest parameter`` bytes, not a copy of the model. It is counted as reserved
+    memory (``hf.memory.stats()['reserved_bytes']``), not as allocated: ``allocated()`` after a
+    step is parameters, gradients and optimizer state, as in PyTorch (whose temporaries are
+    freed to its allocator's cache), and no step allocates anything.
     """
 
     def __init__(self, slots: int):
@@ -106,7 +110,9 @@ class ScratchPool:
             old = self._flat.get(key)
             if old is None or old[1] < size:
                 device, dtype = key
-                self._flat[key] = (zeros(self.slots * size, dtype=dtype, device=device), size)
+                flat = zeros(self.slots * size, dtype=dtype, device=device)
+                reserve(flat)
+                self._flat[key] = (flat, size)
                 self._views = {p: v for p, v in self._views.items()
                                if (p.device, p.dtype) != key}
 

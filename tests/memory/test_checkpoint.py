@@ -437,3 +437,27 @@ def test_double_backward_and_grad_of_a_captured_parameter_are_refused():
     (gw,) = hf.autograd.grad(mem.checkpoint(lambda a, b: (a @ b).tanh(), x, w).sum(), [w])
     (expected,) = hf.autograd.grad((x @ w).tanh().sum(), [w])
     assert np.array_equal(gw.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False, None])
+def test_pytorch_checkpoint_options_are_taken_not_passed_on(use_reentrant):
+    """Ported code passes use_reentrant (PyTorch 2.x warns without it): it is checkpoint's own
+    option, never an argument of the function; gradients equal the plain run's."""
+    hf.manual_seed(3)
+    model = hf.nn.Sequential(hf.nn.Linear(4, 6), hf.nn.Tanh(), hf.nn.Linear(6, 2))
+    x = hf.randn(5, 4, requires_grad=True)
+    model(x).sum().backward()
+    want = [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
+    for run in (lambda: mem.checkpoint(model, x, use_reentrant=use_reentrant),
+                lambda: mem.checkpoint_sequential(model, 2, x, use_reentrant=use_reentrant,
+                                                  determinism_check="none", debug=False)):
+        x.grad = None
+        model.zero_grad()
+        run().sum().backward()
+        got = [x.grad.numpy()] + [p.grad.numpy() for p in model.parameters()]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+    with pytest.raises(TypeError, match="use_reentrant"):
+        mem.checkpoint(model, x, use_reentrant="yes")
+    with pytest.raises(ValueError, match="determinism_check"):
+        mem.checkpoint_sequential(model, 2, x, determinism_check="strict")

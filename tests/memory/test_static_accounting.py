@@ -104,3 +104,46 @@ def test_an_output_the_backward_reads_is_guarded():
     y.mul_(2.0)
     with pytest.raises(RuntimeError, match="output 0 .*modified in place"):
         y.sum().backward()
+
+
+def _elementwise_chain(x):
+    y = x * 2.0 + 1.0
+    return (y.exp() * y).tanh().sum()
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_dropping_a_converted_function_frees_its_arena_at_once(calls):
+    """As the contract says for tensors: freed when the last reference goes, with no
+    gc.collect() (the fast caller held its program in a reference cycle)."""
+    import gc
+    gc.collect()
+    gc.disable()
+    try:
+        base = mem.allocated()
+        f = hf.jit.to_static(_elementwise_chain)
+        x = hf.randn(1000)
+        for _ in range(calls):
+            f(x)
+        assert mem.allocated() - base >= 1000 * 4 + x.numel() * 4  # input and arena
+        del f
+        assert mem.allocated() - base == 1000 * 4  # x alone
+    finally:
+        gc.enable()
+
+
+def test_memory_plan_figures_of_a_converted_function_and_module():
+    """f.memory_plan(*inputs): the figures of the program those inputs run; a (32, 8) batch
+    through Linear(8, 16) -> ReLU -> Linear(16, 4): the hidden (32, 16) float32 values (2048 B
+    each) are what the arena holds, the output is fetched (heap)."""
+    model = hf.jit.to_static(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
+    with hf.no_grad():
+        plan = model.memory_plan(hf.jit.InputSpec([32, 8]))
+    assert plan.naive_bytes >= plan.arena_bytes >= plan.lower_bound_bytes >= 32 * 16 * 4
+    assert plan.arena_bytes % 64 == 0 and plan.arena_bytes <= 2 * 32 * 16 * 4
+    f = hf.jit.to_static(_elementwise_chain)
+    x = hf.randn(1000)
+    plan = f.memory_plan(x)
+    assert plan.arena_bytes >= 1000 * 4 and "arena" in str(plan)
+    assert f.cache_info().misses == 1
+    f(x)
+    assert f.cache_info().misses == 1  # the call runs the program the plan was made for

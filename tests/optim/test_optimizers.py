@@ -429,17 +429,37 @@ def test_numpy_scalar_options_are_plain_numbers_and_allocate_nothing():
     assert hf.memory.stats()["allocation_count"] == count
 
 
-def test_scratch_space_is_shared_between_parameters():
-    # Plain SGD keeps no state: what the first step allocates is the shared scratch buffer,
-    # 2 regions the size of the largest parameter, not a copy of every parameter.
+def test_scratch_space_is_shared_between_parameters_and_reserved():
+    # Plain SGD keeps no state: the first step makes only the shared scratch buffer, 2
+    # regions the size of the largest parameter (not a copy of every parameter), counted as
+    # reserved memory: allocated() does not change, as PyTorch's does not.
     params = [hf.randn(100, 10, requires_grad=True) for _ in range(5)]
     for p in params:
         p.grad = hf.randn(100, 10)
     opt = SGD(params, lr=0.1)
     with no_gc():
-        before = hf.memory.allocated()
+        before, reserved = hf.memory.allocated(), hf.memory.stats()["reserved_bytes"]
         opt.step()
-        assert hf.memory.allocated() - before == 2 * 100 * 10 * 4
+        assert hf.memory.allocated() == before
+        assert hf.memory.stats()["reserved_bytes"] - reserved == 2 * 100 * 10 * 4
+        del opt
+        assert hf.memory.stats()["reserved_bytes"] == reserved
+
+
+@pytest.mark.parametrize("cls, kw, state_copies", [(Adam, {}, 2), (AdamW, {}, 2),
+                                                   (SGD, {"momentum": 0.9}, 1),
+                                                   (RMSprop, {"centered": True}, 2)])
+def test_allocated_after_a_step_is_parameters_gradients_and_state(cls, kw, state_copies):
+    """What PyTorch's allocator reports too: each state tensor the size of its parameter."""
+    with no_gc():
+        base = hf.memory.allocated()
+        model = hf.nn.Linear(10, 5)
+        model(hf.randn(3, 10)).sum().backward()
+        params = sum(p.numel() * 4 for p in model.parameters())
+        assert hf.memory.allocated() - base == 2 * params
+        opt = cls(model.parameters(), lr=0.01, **kw)
+        opt.step()
+        assert hf.memory.allocated() - base == (2 + state_copies) * params
 
 
 # ---- lr schedulers ---------------------------------------------------------------------------

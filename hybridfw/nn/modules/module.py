@@ -98,7 +98,7 @@ class _RemovableHandle:
 # what hf.jit.to_static(module) exposes of its converted forward (a StaticFunction)
 _CONVERTED_ATTRIBUTES = frozenset({"concrete_program", "get_program", "get_concrete_program",
                                    "code", "cache_info", "signatures", "compile_report",
-                                   "finish_tiering"})
+                                   "finish_tiering", "memory_plan"})
 
 
 def _rebinds_in_program(name: str, buffer, value) -> bool:
