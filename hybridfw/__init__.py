@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 from . import autograd, cuda, memory  # noqa: F401
-from .backend import Device, set_default_device
+from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
 from .dtypes import (DType, as_dtype, bool_, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, uint8)
@@ -59,6 +59,6 @@ __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empt
            "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "logspace",
            "manual_seed", "seed", "initial_seed", "float16", "float32", "float64",
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
-           "long", "device", "Device", "set_default_device", "no_grad", "enable_grad",
+           "long", "device", "Device", "set_default_device", "get_default_device", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "autograd", "cuda", "memory", "as_dtype",
            "get_default_dtype", *_function_names]

@@ -147,6 +147,11 @@ def default_device() -> Device:
     return _default[0]
 
 
+def get_default_device() -> Device:
+    """The device new tensors land on (see :func:`set_default_device`), as PyTorch's."""
+    return _default[0]
+
+
 def set_default_device(spec) -> None:
     """Make new tensors (factories, ``hf.tensor``) land on this device by default (``None``:
     back to the CPU, as PyTorch)."""

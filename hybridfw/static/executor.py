@@ -513,6 +513,13 @@ class Executor:
             arr = value._data if isinstance(value, Tensor) else value
             if arr.__class__ is not xp.ndarray and arr.__class__ is not LoopStack:
                 arr = xp.asarray(arr)  # (a loop's stack token stays the host array it is)
+                if isinstance(value, (list, tuple, int, float, bool)):
+                    # Python data has no dtype of its own: it takes the input's, where that
+                    # loses nothing (ints into floats, floats into narrower floats)
+                    want = program.global_block().vars[name].dtype.np
+                    if arr.dtype != want and (np.can_cast(arr.dtype, want, "same_kind") or
+                                              (arr.dtype.kind in "iub" and want.kind == "f")):
+                        arr = arr.astype(want)
             arrays.append(arr)
         return arrays
 

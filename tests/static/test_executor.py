@@ -416,3 +416,26 @@ def test_ufunc_results_of_the_output_dtype_need_no_fix():
     for got, want, var in zip(results, expected, outs):
         assert got.dtype == var.dtype.np and got.shape == np.shape(want)
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_python_lists_and_numbers_feed_in_the_inputs_dtype():
+    """Python data has no dtype of its own: it takes the declared one where nothing is lost
+    (ints or floats into a float32 input); a float into an int input stays an error."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 3])
+        n = hf.static.data("n", [], "int64")
+        y = x * 2.0 + n
+    exe = hf.static.Executor()
+    for data in ([[1.0, 2.0, 3.0]], [[1, 2, 3]], ((1.0, 2, 3.0),)):
+        out = exe.run(prog, feed={"x": data, "n": 2}, fetch_list=[y])[0]
+        assert out.dtype is hf.float32
+        np.testing.assert_array_equal(out.numpy(), [[4.0, 6.0, 8.0]])
+    with pytest.raises(TypeError, match="input 'n' expects dtype"):
+        exe.run(prog, feed={"x": [[1.0, 2.0, 3.0]], "n": 2.5}, fetch_list=[y])
+    with pytest.raises(TypeError, match="input 'x' expects dtype"):
+        exe.run(prog, feed={"x": np.ones((1, 3)), "n": 2}, fetch_list=[y])  # float64 array
+
+
+def test_get_default_device():
+    assert hf.get_default_device() == hf.device("cpu")
