@@ -203,8 +203,8 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     mid = x.shape[s:e + 1]
     size = -1 if -1 in mid else numel(mid)
-    return _reshape_keeping(x, _own_dims(x, range(s)) + [size] +
-                            _own_dims(x, range(e + 1, x.ndim)))
+    return S.reshape_keeping(x, S.own_dims(x, range(s)) + [size] +
+                            S.own_dims(x, range(e + 1, x.ndim)))
 
 
 def unflatten(input, dim: int, sizes):  # noqa: A002
@@ -212,27 +212,8 @@ def unflatten(input, dim: int, sizes):  # noqa: A002
     x = input
     d = normalize_dim("unflatten", dim, x.ndim)
     sizes = tuple(int(s) for s in sizes)
-    return _reshape_keeping(x, _own_dims(x, range(d)) + list(sizes) +
-                            _own_dims(x, range(d + 1, x.ndim)))
-
-
-def _own_dims(x, dims) -> list:
-    """x's sizes at ``dims``, those known only when a static program runs as ``("dim", 0,
-    k)`` entries (see shape_ops.dynamic_sizes): kept as they are by the reshape."""
-    return [("dim", 0, k) if x.shape[k] == -1 else x.shape[k] for k in dims]
-
-
-def _reshape_keeping(x, entries):
-    """Reshape to ``entries`` (ints, one maybe -1, and x's own dims kept): a plain reshape
-    where its one -1 says it all, else one reading x's dims when the program runs (several
-    unknown dims kept: a transformer over a batch and a length both unknown)."""
-    if builtins.all(isinstance(e, int) for e in entries):
-        return apply(S.reshape, x, shape=tuple(entries))
-    entries = tuple(entries)
-    plain = S.static_reshape_shape(x, entries, [])
-    if plain is not None:
-        return apply(S.reshape, x, shape=plain)
-    return apply(S.reshape_dynamic, x, shape=entries)
+    return S.reshape_keeping(x, S.own_dims(x, range(d)) + list(sizes) +
+                            S.own_dims(x, range(d + 1, x.ndim)))
 
 
 def squeeze(input, dim=None):  # noqa: A002
@@ -243,13 +224,12 @@ def squeeze(input, dim=None):  # noqa: A002
         dims = tuple(d for d in normalize_dims("squeeze", dim, x.ndim) if x.shape[d] == 1)
     if not dims:
         return x
-    return apply(S.reshape, x, shape=tuple(s for i, s in enumerate(x.shape) if i not in dims))
+    return S.reshape_keeping(x, S.own_dims(x, [i for i in range(x.ndim) if i not in dims]))
 
 
 def unsqueeze(input, dim: int):  # noqa: A002
     d = normalize_dim("unsqueeze", dim, input.ndim, extra=1)
-    shape = tuple(input.shape)
-    return apply(S.reshape, input, shape=shape[:d] + (1,) + shape[d:])
+    return S.insert_unit_dims(input, (d,))
 
 
 def expand(input, *sizes, size=None):  # noqa: A002

@@ -39,7 +39,7 @@ def expand_reduced(g, shape, dim, keepdim):
     """Broadcast a reduction's gradient (or output) back to the input's ``shape``."""
     if not keepdim:
         dims = normalize_dims("expand_reduced", dim, len(shape))
-        g = apply(shape_ops.reshape, g, shape=_reduced_shape(shape, dims, True))
+        g = shape_ops.insert_unit_dims(g, tuple(sorted(dims)))
     return apply(shape_ops.broadcast_to, g, shape=tuple(shape))
 
 

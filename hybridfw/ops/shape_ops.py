@@ -202,6 +202,38 @@ def _reshape_dynamic_kernel(xp, a, *refs, shape):
     return a.reshape(tuple(dynamic_sizes("reshape", shape, (a,) + refs, run=True)))
 
 
+def own_dims(x, dims) -> list:
+    """x's sizes at ``dims``, those known only when a static program runs as ``("dim", 0,
+    k)`` entries (see :func:`dynamic_sizes`): kept as they are by :func:`reshape_keeping`."""
+    return [("dim", 0, k) if x.shape[k] == -1 else x.shape[k] for k in dims]
+
+
+def reshape_keeping(x, entries):
+    """Reshape to ``entries`` (ints, one maybe -1, and x's own dims kept): a plain reshape
+    where its one -1 says it all, else one reading x's dims when the program runs (several
+    unknown dims kept: a transformer over a batch and a length both unknown)."""
+    if all(isinstance(e, int) for e in entries):
+        return apply(reshape, x, shape=tuple(entries))
+    entries = tuple(entries)
+    plain = static_reshape_shape(x, entries, [])
+    if plain is not None:
+        return apply(reshape, x, shape=plain)
+    return apply(reshape_dynamic, x, shape=entries)
+
+
+def insert_unit_dims(x, dims) -> object:
+    """``x`` with dims of size 1 at the positions ``dims`` of the result (normalized,
+    ascending): unsqueeze, and a reduction's gradient given its dims back."""
+    entries, k = [], 0
+    for i in range(x.ndim + len(dims)):
+        if i in dims:
+            entries.append(1)
+        else:
+            entries.extend(own_dims(x, (k,)))
+            k += 1
+    return reshape_keeping(x, entries)
+
+
 def reshape_like_input(g, a):
     """``g`` reshaped to the shape of ``a`` (a gradient rule's input, maybe a
     :class:`TensorMeta` whose dims are partly known only at run time)."""
@@ -343,7 +375,26 @@ def _concat_infer(*xs, dim):
                                  f"{[tuple(t.shape) for t in xs]}")
         size = -1 if (size == -1 or x.shape[d] == -1) else size + x.shape[d]
         dt = promote_types(dt, x.dtype)
-    return first.shape[:d] + (size,) + first.shape[d + 1:], dt, dt
+    # the other dims: what the inputs holding elements along dim say (an input empty along it,
+    # such as a list's buffer before its first append in a static loop, holds nothing that
+    # must match: see _concat_kernel); -1 where they know only at run time
+    shape = list(first.shape)
+    shape[d] = size
+    filled = [x for x in xs if x.shape[d] != 0] or xs
+    for i in range(len(shape)):
+        if i != d:
+            known = [x.shape[i] for x in filled if x.shape[i] != -1]
+            shape[i] = known[0] if known else -1
+    return tuple(shape), dt, dt
+
+
+def _concat_kernel(xp, *xs, dim, out=None):
+    if len(xs) > 1 and any(x.shape[dim] == 0 for x in xs):
+        # (a static program's empty buffer, made before the sizes of the items were known)
+        xs = [x for x in xs if x.shape[dim] != 0] or xs[:1]
+        if len(xs) == 1 and out is None:
+            return xs[0].copy()
+    return xp.concatenate(xs, axis=dim, out=out)
 
 
 def _concat_grad(g, out, *xs, dim, input_index):
@@ -378,7 +429,7 @@ def _concat_lower(ctx, *xs, dim):
 
 concat = register("concat", infer=_concat_infer, variadic=True,
                   lower=array_rule(_concat_lower, inlines=True),
-                  kernel=lambda xp, *xs, dim, out=None: xp.concatenate(xs, axis=dim, out=out),
+                  kernel=_concat_kernel,
                   supports_out=True, vjp=(_concat_grad,))
 
 

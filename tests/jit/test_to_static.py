@@ -1778,3 +1778,56 @@ def test_a_global_the_function_assigns_is_not_a_reason_to_retrace():
     for _ in range(3):
         f(x)
     assert f.cache_info().misses == 1
+
+
+# ---- several dims known only at run time ---------------------------------------------------
+_dyn_linear = hf.nn.Linear(4, 4)
+_dyn_cell = hf.nn.LSTMCell(4, 5)
+
+
+def _dyn_reduce_square(x):
+    return _dyn_linear(x).sum(-1).pow(2).sum()
+
+
+def _dyn_unsqueeze_squeeze(x):
+    return (x.unsqueeze(1) * 2.0).squeeze(1).sum(1).unsqueeze(0).mean()
+
+
+def _dyn_cell_loop(x):
+    h = hf.zeros(x.shape[0], 5)
+    c = hf.zeros(x.shape[0], 5)
+    outs = []
+    for t in range(x.shape[1]):
+        h, c = _dyn_cell(x[:, t], (h, c))
+        outs.append(h * 2.0)
+    return (hf.stack(outs, dim=1) ** 2).sum()
+
+
+@pytest.mark.parametrize("fn", [_dyn_reduce_square, _dyn_unsqueeze_squeeze, _dyn_cell_loop])
+def test_batch_and_length_both_dynamic(fn):
+    """InputSpec([None, None, 4]): reductions' gradients, unsqueeze/squeeze and a list
+    appended to in a loop over the length work for every size (they failed with two unknown
+    dims), values and gradients equal to eager."""
+    f = hf.jit.to_static(fn, input_spec=[hf.jit.InputSpec([None, None, 4])])
+    params = list(_dyn_linear.parameters()) + list(_dyn_cell.parameters())
+    for shape in ((2, 3, 4), (1, 5, 4), (4, 1, 4)):
+        x = hf.randn(*shape, requires_grad=True)
+        got = f(x)
+        got.backward()
+        grads = [x.grad.numpy().copy()] + [None if p.grad is None else p.grad.numpy().copy()
+                                            for p in params]
+        x.grad = None
+        for p in params:
+            p.grad = None
+        want = fn(x)
+        want.backward()
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5)
+        for g, p in zip(grads, [x] + params):
+            if g is None:
+                assert p.grad is None
+            else:
+                np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+        x.grad = None
+        for p in params:
+            p.grad = None
+    assert f.cache_info().misses == 1
