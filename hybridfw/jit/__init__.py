@@ -70,7 +70,8 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
             return module
         object.__setattr__(module, "forward",
                            StaticFunction(forward, input_spec, full_graph, module,
-                                          memory_budget, backend, tier_after))
+                                          memory_budget, backend, tier_after,
+                                          weak_instance=True))
         return module
     if isinstance(function_or_module, StaticFunction):
         return function_or_module

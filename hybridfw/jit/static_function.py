@@ -223,8 +223,9 @@ def _fast_caller(key, entry, instance):
                    f"{a}.dtype is not {fs.const(dtype, dtype.name)}", f"{a}._rg is not {rg!r}"]
     checks.append(f"{fs.const(GradMode, 'GradMode')}.enabled != {grad!r}")
     if mode is not None:
-        checks.append(f"tuple([m.training for m in {fs.const(instance, 'instance')}.modules()])"
-                      f" != {fs.const(mode, 'mode')}")
+        checks.append(f"tuple([m.training for m in "
+                      f"{fs.const(weakref.proxy(instance), 'instance')}.modules()]) != "
+                      f"{fs.const(mode, 'mode')}")
     fs.line(f"if {' or '.join(checks)}:")
     fs.line("    return _MISS")
     plan = entry._hot_plan
@@ -439,13 +440,18 @@ class StaticFunction:
     """
 
     def __init__(self, function, input_spec=None, full_graph: bool = True, instance=None,
-                 memory_budget=None, backend: str = "auto", tier_after: int | None = None):
+                 memory_budget=None, backend: str = "auto", tier_after: int | None = None,
+                 weak_instance: bool = False):
         self.dygraph_function = function
         self.input_spec = list(input_spec) if input_spec is not None else None
         self._specs = spec_leaves(self.input_spec)  # one per tensor leaf of the arguments
         self.full_graph = full_graph
         self.memory_budget = None if memory_budget is None else check_budget(memory_budget)
-        self.instance = instance
+        # the object this converts a method of; held weakly when this function is stored on it
+        # (to_static(module): module.forward), so the two make no reference cycle and the
+        # module's memory is freed when the user drops it, without gc.collect()
+        self._instance = weakref.ref(instance) if weak_instance else instance
+        self._weak_instance = weak_instance
         self.backend = check_backend(backend)
         self.tier_after = tier_after
         self._cache: dict = {}
@@ -474,10 +480,29 @@ class StaticFunction:
             self.__name__ = getattr(inner, "__name__", "partial")
             self.__qualname__ = f"partial({getattr(inner, '__qualname__', self.__name__)})"
 
+    @property
+    def instance(self):
+        if not self._weak_instance:
+            return self._instance
+        instance = self._instance()
+        if instance is None:
+            raise ReferenceError(f"to_static({self.__qualname__}): the object whose method "
+                                 "this converts no longer exists")
+        return instance
+
     # -- descriptor: ``@to_static`` on a method ---------------------------------------------------
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
+        d = getattr(instance, "__dict__", None)
+        if d is not None:  # kept on the instance (holding it weakly): freed with it
+            key = f"__hf_static_{id(self)}"
+            bound = d.get(key)
+            if bound is None:
+                bound = d[key] = StaticFunction(
+                    self.dygraph_function, self.input_spec, self.full_graph, instance,
+                    self.memory_budget, self.backend, self.tier_after, weak_instance=True)
+            return bound
         bound = self._bound.get(id(instance))
         if bound is None or bound.instance is not instance:
             bound = StaticFunction(self.dygraph_function, self.input_spec, self.full_graph,
@@ -628,10 +653,16 @@ class StaticFunction:
         they were traced from now holds other parameters, buffers or submodules, or other
         plain attribute values (``self.scale = 2.0``), so the next call traces them anew (as
         eager would see the change)."""
-        if structure_fingerprint(self._watched.values()) == self._fingerprint:
+        if self._fingerprint_now() == self._fingerprint:
             self._epoch = _structure_epoch[0]
             return
         self._retrace("a module's parameters, buffers, submodules or attributes changed")
+
+    def _fingerprint_now(self):
+        modules = [ref() for ref in self._watched.values()]
+        if any(m is None for m in modules):
+            return None  # (one is gone: the programs that read it are stale)
+        return structure_fingerprint(modules)
 
     def _check_globals(self) -> None:
         """Drop the programs if a plain global value they were traced with (a number, string,
@@ -656,10 +687,10 @@ class StaticFunction:
             recorded[id(self.instance)] = self.instance
         if traced_modules:  # a trace within a trace: the outer one depends on them too
             traced_modules[-1].update(recorded)
-        modules = {k: v for k, v in recorded.items() if isinstance(v, Module)}
-        if modules:
+        modules = {k: weakref.ref(v) for k, v in recorded.items() if isinstance(v, Module)}
+        if modules:  # (held weakly: the module holds this function)
             self._watched.update(modules)
-            self._fingerprint = structure_fingerprint(self._watched.values())
+            self._fingerprint = self._fingerprint_now()
             self._epoch = _structure_epoch[0]
         values = {(id(f.__globals__), name): (f.__globals__, name, f.__globals__[name])
                   for f in recorded.values() if isinstance(f, types.FunctionType)

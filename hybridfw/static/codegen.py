@@ -181,7 +181,9 @@ class FunctionSource:
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         code = compile(source, filename, "exec")
         exec(code, self.namespace)  # noqa: S102 - our own generated source, no user text
-        return self.namespace[self.name], source
+        # (taken out of its own globals: the two would make a reference cycle, keeping what the
+        # namespace holds, an arena for one, alive until the garbage collector runs)
+        return self.namespace.pop(self.name), source
 
 
 def operator_at(traceback):

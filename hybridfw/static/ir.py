@@ -17,6 +17,8 @@ has to point that Variable at a new name.
 """
 from __future__ import annotations
 
+import weakref
+
 import itertools
 
 from ..backend import cpu
@@ -35,13 +37,25 @@ _SAME_DIM_PRIMES = ((1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061,
                     (2003, 2011, 2017, 2027, 2029, 2039, 2053, 2063, 2069, 2081, 2083, 2087))
 
 
+def _none():
+    return None
+
+
+def _weakref(obj):
+    """A weak reference to ``obj`` (a callable giving None for None)."""
+    return _none if obj is None else weakref.ref(obj)
+
+
 class Variable(TensorMethods):
     """A value in a static program (the static counterpart of an eager Tensor)."""
 
-    __slots__ = ("name", "shape", "dtype", "persistable", "block", "__weakref__")
+    # (the block is held weakly, as a block holds its program and parent: a program is a tree
+    # of plain references, freed as soon as the last holder drops it, with the constants and
+    # parameters it holds; see hf.memory's contract)
+    __slots__ = ("name", "shape", "dtype", "persistable", "_block", "__weakref__")
 
     def __init__(self, block: "Block", name: str, shape, dtype, persistable: bool = False):
-        self.block = block
+        self._block = _weakref(block)
         self.name = name
         self.shape = tuple(map(int, shape))
         self.dtype: DType = as_dtype(dtype)
@@ -51,9 +65,17 @@ class Variable(TensorMethods):
         """The same variable in ``block`` (of a program copy), its fields taken as they are
         (already normalized by the constructor)."""
         var = object.__new__(Variable)
-        var.block, var.name, var.shape, var.dtype, var.persistable = \
-            block, self.name, self.shape, self.dtype, self.persistable
+        var._block, var.name, var.shape, var.dtype, var.persistable = \
+            _weakref(block), self.name, self.shape, self.dtype, self.persistable
         return var
+
+    @property
+    def block(self) -> "Block":
+        return self._block()
+
+    @block.setter
+    def block(self, block: "Block") -> None:
+        self._block = _weakref(block)
 
     @property
     def ndim(self) -> int:
@@ -258,6 +280,23 @@ class Block:
         self.parent = parent
         self.ops: list[Operator] = []
         self.vars: dict[str, Variable] = {}
+
+    # the program and the parent block, held weakly (see Variable)
+    @property
+    def program(self) -> "Program":
+        return self._program()
+
+    @program.setter
+    def program(self, program: "Program") -> None:
+        self._program = _weakref(program)
+
+    @property
+    def parent(self) -> "Block | None":
+        return self._parent()
+
+    @parent.setter
+    def parent(self, parent: "Block | None") -> None:
+        self._parent = _weakref(parent)
 
     def create_var(self, shape, dtype, name: str | None = None,
                    persistable: bool = False) -> Variable:

@@ -147,3 +147,29 @@ def test_memory_plan_figures_of_a_converted_function_and_module():
     assert f.cache_info().misses == 1
     f(x)
     assert f.cache_info().misses == 1  # the call runs the program the plan was made for
+
+
+def test_a_converted_module_is_freed_when_dropped_after_training():
+    """to_static(module) stores the converted forward on the module: it holds the module
+    weakly, and programs hold their blocks and generated functions without cycles, so a
+    trained model, its optimizer and its programs go at once (no gc.collect())."""
+    import gc
+    gc.collect()
+    gc.disable()
+    try:
+        base = mem.allocated()
+        model = hf.jit.to_static(nn.Sequential(nn.Linear(20, 20), nn.ReLU(), nn.Linear(20, 3)))
+        opt = hf.optim.Adam(model.parameters(), lr=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = model(hf.randn(4, 20)).sum()
+            loss.backward()
+            opt.step()
+        model.eval()
+        with hf.no_grad():
+            model(hf.randn(4, 20))
+        assert mem.allocated() > base
+        del model, opt, loss
+        assert mem.allocated() == base
+    finally:
+        gc.enable()
