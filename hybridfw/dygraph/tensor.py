@@ -599,8 +599,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     single = isinstance(inputs, Tensor)
     inputs = [inputs] if single else list(inputs)
+    for what, values in (("output", outputs), ("input", inputs)):
+        for i, t in enumerate(values):
+            if not isinstance(t, Tensor):
+                # (a TypeError: under to_static(full_graph=False) the function runs eagerly)
+                raise TypeError(f"grad: {what} {i} is a {type(t).__name__}, not an hf.Tensor"
+                                + (" (static values have no eager autograd graph: in a "
+                                   "converted function use hf.static.gradients)"
+                                   if hasattr(t, "block") else ""))
     for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor) or not t._rg:
+        if not t._rg:
             raise RuntimeError(f"grad: input {i} does not require grad")
     gouts = [None] * len(outputs) if grad_outputs is None else (
         [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs))

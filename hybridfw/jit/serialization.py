@@ -451,6 +451,7 @@ class TranslatedLayer(Module):
         self._structure = structure
         self._arguments = arguments  # tuple/list arguments' nesting (see _Reader.input_structure)
         self._executor = Executor()
+        self.training = False  # the program is the exported eval-mode one
 
     def forward(self, *args, **kwargs):
         if self._arguments is not None:

@@ -119,6 +119,14 @@ class Variable(TensorMethods):
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def backward(self, *args, **kwargs):
+        # (a TypeError: under to_static(full_graph=False) the function then runs eagerly)
+        raise TypeError(f"backward() on static Variable '{self.name}': a static program has "
+                        "no eager autograd graph to run backward through; return the loss "
+                        "from the converted function and call loss.backward() on the result "
+                        "(it trains through the program), or build gradients into a program "
+                        "with hf.static.gradients")
+
     def numpy(self) -> "Variable":
         """In converted code (``hf.jit.to_static``): the value itself, a tensor of the program
         (numpy functions applied to it run as Python-callback operators)."""

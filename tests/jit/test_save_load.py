@@ -96,6 +96,7 @@ def test_cnn_in_train_mode_exports_eval_semantics(tmp_path):
     _save_quietly(model, path, input_spec=[IMAGE_SPEC])
     assert all(m.training for m in model.modules())  # each module's mode restored
     layer = hf.jit.load(path)
+    assert not layer.training  # what it runs: the exported eval-mode program
     for batch in (1, 5):
         x = _images(batch, seed=10 + batch)
         expected = _eval_output(model, x)

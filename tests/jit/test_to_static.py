@@ -1831,3 +1831,35 @@ def test_batch_and_length_both_dynamic(fn):
         for p in params:
             p.grad = None
     assert f.cache_info().misses == 1
+
+
+def _trains_inside(model, opt, x):
+    opt.zero_grad()
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _autograd_inside(x):
+    y = (x * x).sum()
+    return hf.autograd.grad([y], [x])[0]
+
+
+def test_eager_autograd_inside_converted_code_falls_back_or_says_why():
+    """loss.backward() / hf.autograd.grad on static values: a clear TypeError naming the
+    user's line; with full_graph=False the function runs eagerly (with a warning)."""
+    x = hf.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.warns(UserWarning, match="falling back to eager.*grad: output 0"):
+        got = hf.jit.to_static(_autograd_inside, full_graph=False)(x)
+    np.testing.assert_allclose(got.numpy(), [2.0, 4.0, 6.0])
+    with pytest.raises(TypeError, match="hf.static.gradients"):
+        hf.jit.to_static(_autograd_inside)(x)
+    model = hf.nn.Linear(3, 1)
+    opt = hf.optim.SGD(model.parameters(), lr=0.1)
+    before = model.weight.detach().numpy().copy()
+    with pytest.warns(UserWarning, match="falling back to eager.*backward\\(\\) on static"):
+        hf.jit.to_static(_trains_inside, full_graph=False)(model, opt, hf.ones(2, 3))
+    np.testing.assert_allclose(model.weight.detach().numpy(), before - 0.1 * 2.0, rtol=1e-6)
+    with pytest.raises(TypeError, match="call loss.backward\\(\\) on the result"):
+        hf.jit.to_static(_trains_inside)(model, opt, hf.ones(2, 3))
