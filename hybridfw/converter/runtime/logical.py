@@ -20,28 +20,9 @@ __all__ = [
 ]
 
 
-def _predicate_of(thunk, numbers=None):
-    def build():
-        try:
-            value = thunk()
-        except ConversionError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - raised when the program evaluates this side
-            program = active_program()
-            raise_when_run(program, program.current_block(), exc)
-            value = False
-        if numbers is not None:
-            numbers.append(_number_like(value))
-        return _zero_dim(to_predicate(value)) if is_static(value) else bool(value)
-    return build
-
-
-def _zero_dim(pred):
-    """A one-element predicate as a 0-d one, so two predicates of shapes (1,) and () agree."""
-    return pred if pred.shape == () else pred.reshape(())
-
-
-def _value_of(thunk, numbers: list):
+def _side(thunk, numbers: list, predicate: bool):
+    """The builder of one side of ``and``/``or``: its value (its truth value with
+    ``predicate``); an error it raises is raised when the program evaluates that side."""
     def build():
         try:
             value = thunk()
@@ -52,8 +33,15 @@ def _value_of(thunk, numbers: list):
             raise_when_run(program, program.current_block(), exc)
             value = False
         numbers.append(_number_like(value))
-        return value
+        if not predicate:
+            return value
+        return _zero_dim(to_predicate(value)) if is_static(value) else bool(value)
     return build
+
+
+def _zero_dim(pred):
+    """A one-element predicate as a 0-d one, so two predicates of shapes (1,) and () agree."""
+    return pred if pred.shape == () else pred.reshape(())
 
 
 def _short_circuit(left, rhs, is_and: bool, what: str):
@@ -65,7 +53,7 @@ def _short_circuit(left, rhs, is_and: bool, what: str):
     (see ``Variable.python_number``)."""
     pred = to_predicate(left, what)
     numbers = [_number_like(left)]
-    right, keep = _value_of(rhs, numbers), lambda: left
+    right, keep = _side(rhs, numbers, False), lambda: left
     try:
         out = cond(pred, right, keep) if is_and else cond(pred, keep, right)
     except (TypeError, ValueError):  # the operands differ: fall back to their truth value
@@ -74,7 +62,7 @@ def _short_circuit(left, rhs, is_and: bool, what: str):
         if all(numbers) and is_static(out):
             out.block.program.python_scalars.add(out.name)
         return out
-    right, pred = _predicate_of(rhs, numbers), _zero_dim(pred)
+    right, pred = _side(rhs, numbers, True), _zero_dim(pred)
     out = cond(pred, right, lambda: pred) if is_and else cond(pred, lambda: pred, right)
     if all(numbers) and is_static(out):
         out.block.program.python_scalars.add(out.name)
