@@ -326,18 +326,22 @@ atan2 = register("atan2", infer=_atan2_infer, kernel=_ufunc_kernel("arctan2"),
 
 
 def _sigmoid_kernel(xp, a, out=None):
-    # 1/(1+exp(-a)) overflows exp for a << 0; 0.5*tanh(a/2)+0.5 is exact and finite everywhere.
-    out = xp.multiply(a, 0.5, out=xp.empty_like(a) if out is None else out)  # (see rsqrt)
-    xp.tanh(out, out=out)
-    xp.multiply(out, 0.5, out=out)
-    return xp.add(out, 0.5, out=out)
+    # with e = exp(-|a|) (never overflows): 1/(1+e) for a >= 0 and e/(1+e) below, so no
+    # cancellation for a << 0 either (sigmoid(-20) is 2.06e-9, not 0; BCE's log stays finite)
+    e = xp.abs(a, out=xp.empty_like(a))  # (an array also for 0-d input: see rsqrt)
+    xp.negative(e, out=e)
+    xp.exp(e, out=e)
+    num = xp.where(a < 0, e, 1)
+    xp.add(e, 1, out=e)
+    return xp.divide(num, e, out=num if out is None else out)
 
 
 sigmoid = register("sigmoid", infer=_float_unary_infer, kernel=_sigmoid_kernel, supports_out=True,
                    lower=elementwise_rule(lambda ctx, a: ctx.vector("sigmoid", a) or
-                                          f"np.tanh({a} * {ctx.const(0.5)}) * "
-                                          f"{ctx.const(0.5)} + {ctx.const(0.5)}",
-                                          cuda="(tanh({0} * ({t})0.5) * ({t})0.5 + ({t})0.5)"),
+                                          f"np.exp(min({a}, {ctx.const(0)})) / "
+                                          f"({ctx.const(1)} + np.exp(-abs({a})))",
+                                          cuda="(exp(min({0}, ({t})0)) / (({t})1 + "
+                                               "exp(-fabs({0}))))"),
                    save_output=True, vjp=(lambda g, out, a: g * out * (1 - out),))
 
 

@@ -11,7 +11,8 @@ arithmetic only (Cephes' polynomials), so a loop using them is vectorized like o
   the exact value (numpy's own float32 ``exp`` is within 2); ``nan`` stays ``nan``.
 - ``tanh32``: an odd polynomial for ``|x| < 0.625``, else ``1 - 2 / (exp(2|x|) + 1)`` with the
   sign of ``x``; within 2 ulp of numpy's ``tanh``; ``-0.0`` stays ``-0.0``.
-- ``sigmoid32``: ``tanh(x / 2) / 2 + 1 / 2``, the interpreter kernel's formula.
+- ``sigmoid32``: ``e / (1 + e)`` or ``1 / (1 + e)`` with ``e = exp(-|x|)``, the interpreter
+  kernel's formula (exact for x << 0 too).
 
 Each is a numba *intrinsic*: its LLVM instructions are written straight into the caller (plain
 IEEE float32 operations, no fast-math), so every use is inlined however many a region has (as
@@ -84,8 +85,10 @@ def _tanh_ir(b, x):
 
 
 def _sigmoid_ir(b, x):
-    t = _tanh_ir(b, b.fmul(x, _c(0.5)))
-    return b.fadd(b.fmul(t, _c(0.5)), _c(0.5))
+    # the interpreter kernel's formula: e = exp(-|x|); 1/(1+e) for x >= 0, e/(1+e) below
+    negative = b.fcmp_ordered("<", x, _c(0.0))
+    e = _exp_ir(b, b.select(negative, x, b.fsub(_c(-0.0), x)))
+    return b.fdiv(b.select(negative, e, _c(1.0)), b.fadd(e, _c(1.0)))
 
 
 def _float32_intrinsic(emit, name):
