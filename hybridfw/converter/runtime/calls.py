@@ -19,11 +19,14 @@ import builtins
 import dis
 import functools
 import inspect
+import operator
 import types
 
 import numpy as np
 
 from ...dtypes import bool_, float64, int64
+from ...ops.registry import TensorLike
+from ...static.control_flow import active_program
 from ...static.ir import Variable
 from ..errors import UnsupportedConstructError, located, user_frame
 from .control_flow import (
@@ -40,6 +43,7 @@ __all__ = [
     "convert_append",
     "convert_assert",
     "convert_call",
+    "convert_item_update",
     "convert_len",
     "convert_list_comprehension",
     "convert_pop",
@@ -536,6 +540,24 @@ def convert_append(lst, item):
         return lst.append(item)
     lst.append(item)
     return lst
+
+
+_ITEM_OPS = {"+": (operator.add, operator.iadd), "-": (operator.sub, operator.isub),
+             "*": (operator.mul, operator.imul), "/": (operator.truediv, operator.itruediv),
+             "//": (operator.floordiv, operator.ifloordiv), "%": (operator.mod, operator.imod),
+             "**": (operator.pow, operator.ipow), "&": (operator.and_, operator.iand),
+             "|": (operator.or_, operator.ior), "^": (operator.xor, operator.ixor)}
+
+
+def convert_item_update(obj, index, op, operand):
+    """The new item of ``obj[index] op= operand``, which the converted code then assigns (see
+    transformers/item_updates): out of place where ``obj`` is a tensor of a program being
+    built (the assignment updates it; an in-place update of the item's view could not reach
+    an ``obj`` from outside a branch a tensor decides), in place as in Python elsewhere."""
+    out_of_place, in_place = _ITEM_OPS[op]
+    if is_static(obj) or (isinstance(obj, TensorLike) and active_program() is not None):
+        return out_of_place(obj[index], operand)
+    return in_place(obj[index], operand)
 
 
 def convert_extend(lst, items):
