@@ -1,7 +1,8 @@
 """Converting one Python function: source -> gast -> transformers -> source -> code.
 
-:func:`convert_function` parses the function's source (``inspect.getsource``), runs the
-transformers of :data:`~.transformers.PIPELINE` in order, emits the result with astunparse (the
+:func:`convert_function` parses the source of the function's code (``inspect.getsource`` of
+``fn.__code__``: a ``functools.wraps`` wrapper is converted itself, not the function it
+wraps), runs the transformers of :data:`~.transformers.PIPELINE` in order, emits the result with astunparse (the
 readable converted source, :func:`converted_source`) and compiles the same tree, every node of
 which carries the location of the user code it stands for (generated statements take the
 location of the statement they replace) under the user's file name: tracebacks, ``linecache``
@@ -73,7 +74,7 @@ class ConvertedFunction:
 def _function_node(tree, fn):
     for node in tree.body:
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and \
-                node.name == fn.__name__:
+                node.name == fn.__code__.co_name:
             return node
     for node in tree.body:
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)):
@@ -87,8 +88,8 @@ def _parse(fn):
     if fn.__name__ == "<lambda>":
         raise ConversionError("to_static: lambdas are called as they are, not converted",
                               code.co_filename, code.co_firstlineno)
-    try:
-        lines, first = inspect.getsourcelines(fn)
+    try:  # (of the code itself: a functools.wraps wrapper's own, not the function it wraps)
+        lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError) as exc:
         raise ConversionError(f"to_static: the source of {fn.__qualname__} is not available "
                               f"({exc})", code.co_filename, code.co_firstlineno) from None

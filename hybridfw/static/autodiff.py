@@ -93,13 +93,20 @@ def gradients(targets, inputs, target_gradients=None) -> list:
         raise ValueError(f"gradients: got {len(target_gradients)} target_gradients for "
                          f"{len(targets)} targets")
     block = program.current_block()
-    with build_in(program, block):
-        grads: dict = {}
-        for t, g in zip(targets, target_gradients):
-            g = _fill_like(program, t, 1.0) if g is None else _seed(program, t, g)
-            _accumulate(grads, t.name, g)
-        reachable = _reachable(block, {n for n in names if n is not None})
-        _Backward(program).run(block, grads, block.var, reachable)
+    # the backward reads values a branch may have left unassigned (the zeros standing in for
+    # them: their shape, for a gradient of zeros) without using them as the user's code would:
+    # no check that they were assigned (static.builder.require_defined) goes into it
+    guarded, program.maybe_undefined = program.maybe_undefined, {}
+    try:
+        with build_in(program, block):
+            grads: dict = {}
+            for t, g in zip(targets, target_gradients):
+                g = _fill_like(program, t, 1.0) if g is None else _seed(program, t, g)
+                _accumulate(grads, t.name, g)
+            reachable = _reachable(block, {n for n in names if n is not None})
+            _Backward(program).run(block, grads, block.var, reachable)
+    finally:
+        program.maybe_undefined = guarded
     return [None if n is None else grads.get(n) for n in names]
 
 

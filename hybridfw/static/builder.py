@@ -94,6 +94,8 @@ class StaticInterpreter:
             raise TypeError(f"{op.name}: in-place update of a {type(target).__name__} inside a "
                             "static program; only Variables and tensors can be updated there")
         out = self.apply(op, args, attrs)
+        if target.name in self.program.python_scalars:  # a Python number: `n += x` rebinds n
+            return out
         if tuple(out.shape) != tuple(target.shape) and -1 not in target.shape:
             raise ValueError(f"{op.name}: in-place result of shape {out.shape} does not match "
                              f"the target of shape {target.shape}")

@@ -1863,3 +1863,26 @@ def test_eager_autograd_inside_converted_code_falls_back_or_says_why():
     np.testing.assert_allclose(model.weight.detach().numpy(), before - 0.1 * 2.0, rtol=1e-6)
     with pytest.raises(TypeError, match="call loss.backward\\(\\) on the result"):
         hf.jit.to_static(_trains_inside)(model, opt, hf.ones(2, 3))
+
+
+def returns_early(x):
+    if x.sum() > 0:
+        return x * 2
+    return x * 3
+
+
+@pytest.mark.parametrize("spec", [[None], [2]])
+def test_early_return_backward_on_both_paths_with_fixed_and_dynamic_specs(spec):
+    """The backward of a program whose return value one branch leaves unassigned (the zeros
+    standing in for it: with a dim of None, their shape read at run time) checks nothing: it
+    raised UnboundLocalError on the path that returned late."""
+    f = hf.jit.to_static(returns_early, input_spec=[hf.jit.InputSpec(spec)])
+    for values in ([-1.0, -2.0], [1.0, 2.0], [3.0, -5.0]):
+        x_s = hf.tensor(values, requires_grad=True)
+        x_e = hf.tensor(values, requires_grad=True)
+        out_s, out_e = f(x_s), returns_early(x_e)
+        np.testing.assert_allclose(out_s.detach().numpy(), out_e.detach().numpy())
+        (out_s * out_s).sum().backward()
+        (out_e * out_e).sum().backward()
+        np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy())
+    assert f.cache_info().programs == 1

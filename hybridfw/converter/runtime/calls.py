@@ -1,9 +1,11 @@
 """Calls in converted code: ``convert_call(f)`` returns what to call instead of ``f``.
 
-- user functions, methods and ``hf.nn.Module`` subclasses defined outside hybridfw are
-  converted (recursively, cached per code object), unless marked ``hf.jit.not_to_static``;
+- user functions (``functools.wraps`` wrappers included: the wrapper's own code, which calls
+  the wrapped function converted), ``functools.partial`` objects of them, methods and
+  ``hf.nn.Module`` subclasses defined outside hybridfw are converted (recursively, cached per
+  code object), unless marked ``hf.jit.not_to_static``;
 - builtins with tensor-aware forms: ``print``, ``len``, ``range``, ``enumerate``, ``zip``,
-  ``int``, ``float``, ``bool``;
+  ``int``, ``float``, ``bool``, ``isinstance``, ``type`` (``hf.Tensor`` for a static value);
 - numpy functions applied to static values become Python-callback operators of the program
   (run on the real arrays each time it runs); ``x.numpy()`` of a static value is that value
   itself (a tensor of the program); ``x.item()``, ``x.tolist()``, ``float(x)``, ``int(x)`` and
@@ -17,11 +19,14 @@ import builtins
 import dis
 import functools
 import inspect
+import operator
 import types
 
 import numpy as np
 
 from ...dtypes import bool_, float64, int64
+from ...ops.registry import TensorLike
+from ...static.control_flow import active_program
 from ...static.ir import Variable
 from ..errors import UnsupportedConstructError, located, user_frame
 from .control_flow import (
@@ -38,6 +43,7 @@ __all__ = [
     "convert_append",
     "convert_assert",
     "convert_call",
+    "convert_item_update",
     "convert_len",
     "convert_list_comprehension",
     "convert_pop",
@@ -70,14 +76,20 @@ def _library_module(module_name: str) -> bool:
 
 
 def _user_function(fn) -> bool:
-    # (a decorated function -- functools.wraps sets __wrapped__ -- is called as it is: its
-    # source is the undecorated function's)
+    # (a functools.wraps wrapper has the wrapped function's __module__: where its code is
+    # defined is its globals' module; a library's wrapper, hf.no_grad's say, is called as it is)
     return isinstance(fn, types.FunctionType) and fn.__name__ != "<lambda>" and \
-        not hasattr(fn, "__wrapped__") and \
         not getattr(fn, _NOT_TO_STATIC, False) and \
         not getattr(fn, "__hf_converted__", False) and \
         not _library_module(getattr(fn, "__module__", "") or "") and \
+        not _library_module(fn.__globals__.get("__name__", "") or "") and \
         not inspect.isgeneratorfunction(fn)
+
+
+def _user_partial(fn) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return _user_function(fn)
 
 
 _depth: dict = {}
@@ -151,7 +163,7 @@ def convert_call(fn):
         if _user_function(fn.__func__):
             return types.MethodType(_converted(fn.__func__), target)
         return fn
-    if _user_function(fn):
+    if _user_function(fn) or (isinstance(fn, functools.partial) and _user_partial(fn)):
         return _converted(fn)
     if _is_numpy(fn):
         return _numpy_call(fn)
@@ -530,6 +542,24 @@ def convert_append(lst, item):
     return lst
 
 
+_ITEM_OPS = {"+": (operator.add, operator.iadd), "-": (operator.sub, operator.isub),
+             "*": (operator.mul, operator.imul), "/": (operator.truediv, operator.itruediv),
+             "//": (operator.floordiv, operator.ifloordiv), "%": (operator.mod, operator.imod),
+             "**": (operator.pow, operator.ipow), "&": (operator.and_, operator.iand),
+             "|": (operator.or_, operator.ior), "^": (operator.xor, operator.ixor)}
+
+
+def convert_item_update(obj, index, op, operand):
+    """The new item of ``obj[index] op= operand``, which the converted code then assigns (see
+    transformers/item_updates): out of place where ``obj`` is a tensor of a program being
+    built (the assignment updates it; an in-place update of the item's view could not reach
+    an ``obj`` from outside a branch a tensor decides), in place as in Python elsewhere."""
+    out_of_place, in_place = _ITEM_OPS[op]
+    if is_static(obj) or (isinstance(obj, TensorLike) and active_program() is not None):
+        return out_of_place(obj[index], operand)
+    return in_place(obj[index], operand)
+
+
 def convert_extend(lst, items):
     """``lst.extend(items)``: an append per item (a tensor array grows one item at a time)."""
     if is_tensor_array(lst):
@@ -553,6 +583,15 @@ def _isinstance(value, classes):
         if classes is Tensor or (isinstance(classes, tuple) and Tensor in classes):
             return True
     return isinstance(value, classes)
+
+
+def _type(*args, **kwargs):
+    """``type(x)`` of a value the program computes is ``hf.Tensor``, as in eager code (the
+    three-argument form creates a class, as ever)."""
+    if len(args) == 1 and not kwargs and isinstance(args[0], Variable):
+        from ...dygraph.tensor import Tensor
+        return Tensor
+    return type(*args, **kwargs)
 
 
 def _extreme(python, pairwise, reduce):
@@ -618,7 +657,7 @@ _BUILTINS = {id(k): (k, v) for k, v in {
     builtins.print: convert_print, builtins.len: convert_len, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.int: _cast(int, int64), builtins.float: _cast(float, float64),
-    builtins.bool: _cast(bool, bool_), builtins.isinstance: _isinstance,
+    builtins.bool: _cast(bool, bool_), builtins.isinstance: _isinstance, builtins.type: _type,
     builtins.max: _extreme(max, _maximum, lambda t: t.max(dim=0).values),
     builtins.min: _extreme(min, _minimum, lambda t: t.min(dim=0).values),
     builtins.any: _truth(any, "any"), builtins.all: _truth(all, "all"),

@@ -253,6 +253,20 @@ def _describe(value) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+def _number_as(program, number, shape, name, construct, where, there):
+    """``number`` (a 0-d value standing for a Python number) broadcast to ``shape``, a tensor's
+    the other path gives the variable (as ``number + tensor`` would be in eager code)."""
+    shape = tuple(shape)
+    if number.shape not in ((), (1,)) or not shape:
+        return number
+    if -1 in shape:
+        raise located(f"{construct}: variable {name!r} is a Python number {where} but a tensor "
+                      f"of shape {tuple(None if d == -1 else d for d in shape)} (sizes known "
+                      f"only when the program runs) {there}; start it as a tensor "
+                      f"of that shape, e.g. `{name} = hf.zeros_like(x)`", ConversionError)
+    return number + program.constant(np.zeros(shape, dtype=number.dtype.np))
+
+
 def _zeros_for(program, like):
     """A stand-in value for a branch that does not assign a variable the other one does (its
     value is never read on that path, e.g. the return value of a branch that did not return):
@@ -377,7 +391,8 @@ class _Merge:
 
     def _leaf(self, a, b, name):
         program = self.program
-        numbers = _number_like(program, a) and _number_like(program, b)
+        a_number, b_number = _number_like(program, a), _number_like(program, b)
+        numbers = a_number and b_number
         a_dtype = b.dtype if isinstance(a, _NUMBERS) and not isinstance(b, _NUMBERS) else None
         b_dtype = a.dtype if isinstance(b, _NUMBERS) and not isinstance(a, _NUMBERS) else None
         with build_in(program, self.blocks[0]):
@@ -390,6 +405,14 @@ class _Merge:
                 a = a.astype(dtype) if a.dtype is not dtype else a
             with build_in(program, self.blocks[1]):
                 b = b.astype(dtype) if b.dtype is not dtype else b
+        if a_number != b_number and (a if a_number else b).shape != (b if a_number else a).shape:
+            # total = 0; if c: total += x -- the number, as a tensor of the other one's shape
+            side = 0 if a_number else 1
+            with build_in(program, self.blocks[side]):
+                number = _number_as(program, (a, b)[side], (b, a)[side].shape, name,
+                                    "if on a tensor condition", "in one branch",
+                                    "in the other")
+            a, b = (number, b) if side == 0 else (a, number)
         shape = _merge_shape("if", f"variable {name!r}", a.shape, b.shape, "the if branch",
                              "the else branch")
         out = program.current_block().create_var(shape, a.dtype)
@@ -597,6 +620,10 @@ def _plan_carry(program, value, after, name):
                     var = to_variable(program, leaf, later_dtype)
                 else:
                     var = var.astype(result_type(var, to_variable(program, later)))
+            if _number_like(program, leaf) and not _number_like(program, later):
+                # total = 0; for ...: total += x -- carried as a tensor of the body's shape
+                var = _number_as(program, var, later.shape, name, "loop on a tensor condition",
+                                 "before the loop", "after its body")
         init.append(var)
     return _Carry("tree", len(init), structure, numbers=numbers), init
 

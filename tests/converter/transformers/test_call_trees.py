@@ -207,6 +207,97 @@ def test_call_of_a_decorated_user_function_keeps_the_decorator():
     assert hf.jit.to_static(calls_decorated)(1) == 4
 
 
+@double_result
+def decorated_branch(x):
+    if x.sum() > 0:
+        return x * 3
+    return x - 1
+
+
+def scaled_branch(x, scale=1.0):
+    if x.sum() > 0:
+        return x * scale
+    return x - scale
+
+
+scaled_twice = functools.partial(scaled_branch, scale=2.0)
+
+
+def calls_wrapped_and_partial(x):
+    return decorated_branch(x) + scaled_twice(x) * x
+
+
+def _check_both_paths(fn):
+    """``to_static(fn)`` against eager, values and gradients, on inputs taking each path of one
+    cached program."""
+    static = hf.jit.to_static(fn)
+    for values in ((1.0, 2.0), (-1.0, -3.0)):
+        x_e = hf.tensor(list(values), dtype=hf.float64, requires_grad=True)
+        x_s = hf.tensor(list(values), dtype=hf.float64, requires_grad=True)
+        out_e, out_s = fn(x_e), static(x_s)
+        np.testing.assert_allclose(out_s.detach().numpy(), out_e.detach().numpy())
+        (out_e * out_e).sum().backward()
+        (out_s * out_s).sum().backward()
+        np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy())
+    assert len(static._cache) == 1
+
+
+def test_to_static_of_a_wraps_decorated_function_keeps_the_decoration():
+    """The wrapper's own code is converted (its source, not the wrapped function's), and its
+    call of the wrapped function converted in turn."""
+    _check_both_paths(decorated_branch)
+    np.testing.assert_allclose(hf.jit.to_static(decorated)(t(1.0)).numpy(), [4.0])
+
+
+def test_wraps_decorated_functions_and_partials_called_in_converted_code_are_converted():
+    _check_both_paths(calls_wrapped_and_partial)
+    _check_both_paths(scaled_twice)
+
+
+def by_type(x, k):
+    if type(x) is hf.Tensor:
+        x = x * 2
+    if type(k) is int:  # a Python number stays what it is
+        x = x + k
+    if x.sum() > 0:
+        x = x * x
+    return x + (1.0 if type(x) == hf.Tensor else 100.0)
+
+
+def test_type_of_a_static_value_is_tensor():
+    _check_both_paths(lambda_free_by_type)
+    Made = hf.jit.to_static(makes_a_class)(t(1.0))
+    assert Made.__name__ == "Made" and Made.scale == 3
+
+
+def lambda_free_by_type(x):
+    return by_type(x, 1)
+
+
+def makes_a_class(x):
+    return type("Made", (), {"scale": 3})
+
+
+@hf.no_grad()
+def _under_no_grad(x):
+    return x * 2
+
+
+def calls_library_wrapper(x):
+    return _under_no_grad(x) + x
+
+
+def test_library_wrappers_are_called_as_they_are():
+    """hf.no_grad's wrapper (code of hybridfw) is not converted: its call runs as it is."""
+    from hybridfw.converter.runtime.calls import convert_call
+    assert convert_call(_under_no_grad) is _under_no_grad
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    out = hf.jit.to_static(calls_library_wrapper)(x)
+    np.testing.assert_allclose(out.detach().numpy(), [3.0, 6.0])
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
+
+
 @contextlib.contextmanager
 def user_contextmanager():
     yield
