@@ -57,6 +57,7 @@ _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+@C.half_in_float32
 def gelu(input, approximate: str = "none"):  # noqa: A002
     """x * Phi(x): exact (erf) by default, or PyTorch's tanh approximation with
     ``approximate='tanh'``."""

@@ -7,10 +7,11 @@ chunk, index_select, masked_fill, ...). They work on any tensor-like, eager or s
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections import namedtuple
 
-from ..dtypes import as_dtype, bool_, promote_types
+from ..dtypes import as_dtype, bool_, float16, float32, promote_types
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
 from .infer import normalize_dim, normalize_dims, numel
@@ -57,6 +58,22 @@ def _empty_dims(dim) -> bool:
     return isinstance(dim, (tuple, list)) and not dim
 
 
+def half_in_float32(fn):
+    """``fn`` computed in float32 for a float16 first argument (and float16 tensor arguments
+    after it), the result cast back to float16, as PyTorch computes float16 reductions and
+    losses: a float16 sum or square passes 65504 (inf) long before the mean or the norm does."""
+    @functools.wraps(fn)
+    def wrapped(input, *args, **kwargs):  # noqa: A002
+        if getattr(input, "dtype", None) is not float16 or kwargs.get("dtype") is not None:
+            return fn(input, *args, **kwargs)
+        up = [apply(E.cast, a, dtype=float32) if isinstance(a, TensorLike) and
+              a.dtype is float16 else a for a in (input, *args)]
+        out = fn(*up, **kwargs)
+        return apply(E.cast, out, dtype=float16) if out.dtype is float32 else out
+    return wrapped
+
+
+@half_in_float32
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     x = input if dtype is None else apply(E.cast, input, dtype=as_dtype(dtype))
     dim = _dims_attr(dim)
@@ -66,6 +83,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     return apply(R.sum_, x, dim=dim, keepdim=keepdim) / _dim_count(x, dim)
 
 
+@half_in_float32
 def var(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
         correction=None):
     """Variance, unbiased by default (``correction=1``); PyTorch's legacy positional forms

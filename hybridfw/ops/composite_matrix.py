@@ -91,6 +91,7 @@ def _dims(x, dim):
     return (dim,) if isinstance(dim, int) else tuple(dim)
 
 
+@C.half_in_float32
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """The vector ``p``-norm over ``dim`` (None: all elements), as ``torch.norm``: ``'fro'``
     and 2 the square root of the sum of squares, ``inf``/``-inf`` the largest/smallest
