@@ -196,3 +196,20 @@ def test_file_permissions_and_missing_directory(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
     with pytest.raises(FileNotFoundError, match=r"hf.onnx.export: .*nodir.*does not exist"):
         hf.onnx.export(model, tmp_path / "nodir" / "m.onnx", input_spec=[InputSpec([None, 3])])
+
+
+def _integer_division(a, b):
+    return a // b + a % b + hf.div(a, b, rounding_mode="floor")
+
+
+def test_verify_draws_integer_inputs_without_zero_divisors(tmp_path):
+    """verify=True with random inputs: integers divided by integers are drawn without zeros
+    (a random 0 divisor made the hybridfw run raise, whatever the user's function)."""
+    spec = [hf.jit.InputSpec([5], "int64"), hf.jit.InputSpec([5], "int64")]
+    hf.onnx.export(_integer_division, str(tmp_path / "div.onnx"), input_spec=spec, verify=True)
+    a, b = hf.tensor([7, -7, 3, 0, 9]), hf.tensor([2, 2, -2, 5, 3])
+    with pytest.raises(ZeroDivisionError):  # user inputs with a zero divisor still raise
+        hf.onnx.export(_integer_division, str(tmp_path / "div2.onnx"), input_spec=spec,
+                       verify=True, example_inputs=[a, hf.tensor([2, 2, 0, 5, 3])])
+    hf.onnx.export(_integer_division, str(tmp_path / "div3.onnx"), input_spec=spec,
+                   verify=True, example_inputs=[a, b])
