@@ -14,6 +14,8 @@ one eager autograd node). Otherwise the optimized forward program is all there i
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import inspect
 import logging
@@ -156,6 +158,10 @@ class _Outputs:
             return ("seq", type(value), tuple(self._walk(program, v) for v in value))
         if isinstance(value, dict):
             return ("dict", tuple((k, self._walk(program, v)) for k, v in value.items()))
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = tuple((f.name, self._walk(program, getattr(value, f.name)))
+                           for f in dataclasses.fields(value))
+            return ("dataclass", copy.copy(value), fields)
         if is_undefined(value) or isinstance(value, Unmerged):
             value._fail()
         if isinstance(value, DeferredString):
@@ -185,6 +191,11 @@ def _build_result(s, tensors):
         return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
     if kind == "dict":
         return {k: _build_result(c, tensors) for k, c in s[1]}
+    if kind == "dataclass":  # a copy of the traced instance, its fields set to the results
+        out = copy.copy(s[1])
+        for name, c in s[2]:
+            object.__setattr__(out, name, _build_result(c, tensors))  # (frozen ones too)
+        return out
     if kind == "maybe":  # (a value returned on some paths only: None on the others)
         return _build_result(s[1], tensors) if bool(tensors[s[2]]) else None
     return s[1]

@@ -1,6 +1,7 @@
 """hf.jit.to_static end to end: caching per signature, InputSpec dynamic dims, introspection,
 training through the static program (equal to eager, Dropout and BatchNorm included), run-time
 errors at the user's line."""
+import dataclasses
 import logging
 
 import numpy as np
@@ -1886,3 +1887,40 @@ def test_early_return_backward_on_both_paths_with_fixed_and_dynamic_specs(spec):
         (out_e * out_e).sum().backward()
         np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy())
     assert f.cache_info().programs == 1
+
+
+@dataclasses.dataclass
+class _Pair:
+    a: object
+    b: object
+    tag: str = "pair"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    a: object
+
+
+def _returns_dataclasses(x):
+    if x.sum() > 0:
+        y = x * 2.0
+    else:
+        y = x - 1.0
+    return _Pair(y, x + 1.0), _Frozen(x * 3.0)
+
+
+def test_dataclass_results_hold_tensors():
+    """A dataclass the function returns comes back with tensors in its fields (it held the
+    program's values), other fields as traced; gradients flow through its tensors."""
+    f = hf.jit.to_static(_returns_dataclasses)
+    for values in ([1.0, 2.0], [-1.0, -2.0]):
+        x = hf.tensor(values, requires_grad=True)
+        pair, frozen = f(x)
+        want_pair, want_frozen = _returns_dataclasses(x)
+        assert type(pair) is _Pair and type(frozen) is _Frozen and pair.tag == "pair"
+        for got, want in ((pair.a, want_pair.a), (pair.b, want_pair.b), (frozen.a, want_frozen.a)):
+            assert isinstance(got, hf.Tensor)
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy())
+        (pair.a.sum() + pair.b.sum()).backward()
+        np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0] if values[0] > 0 else [2.0, 2.0])
+    assert f.cache_info().misses == 1
