@@ -632,14 +632,25 @@ def _truth(python, method):
     return call
 
 
-def _maximum(a, b):
+def _pick(a, b, greater: bool):
+    """Python's ``max(a, b)`` (``greater``) / ``min(a, b)`` with a value the program computes:
+    ``b`` where it is strictly greater (smaller), else ``a`` -- ties and NaN keep the first, and
+    the gradient goes to the one picked, as in eager code. Of two numbers, a number."""
     import hybridfw as hf
-    return hf.maximum(a if is_static(a) else hf.tensor(a), b if is_static(b) else hf.tensor(b))
+    from .logical import _number_like
+    x, y = (a if is_static(a) else hf.tensor(a)), (b if is_static(b) else hf.tensor(b))
+    out = hf.where(y > x if greater else y < x, y, x)
+    if _number_like(a) and _number_like(b) and is_static(out):
+        out.block.program.python_scalars.add(out.name)
+    return out
+
+
+def _maximum(a, b):
+    return _pick(a, b, True)
 
 
 def _minimum(a, b):
-    import hybridfw as hf
-    return hf.minimum(a if is_static(a) else hf.tensor(a), b if is_static(b) else hf.tensor(b))
+    return _pick(a, b, False)
 
 
 def _deferred(python, template):

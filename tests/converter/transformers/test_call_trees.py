@@ -312,3 +312,33 @@ def with_user_contextmanager(x):
 def test_user_contextmanager_refused_as_a_with():
     with pytest.raises(UnsupportedConstructError, match="'with' on the context manager"):
         hf.jit.to_static(with_user_contextmanager)(t(1.0))
+
+
+def _builtin_extremes(a, b):
+    return max(a, b) * 2.0 + min(a, b)
+
+
+def _extremes_of_numbers(x):
+    v = x.sum().item()
+    return min(v, 0.5), max(2.0, v)
+
+
+def test_builtin_max_min_pick_as_python_does():
+    """max(a, b)/min(a, b) of values the program computes keep the first on ties (all the
+    gradient to it, as eager), and of two numbers give a number."""
+    f = hf.jit.to_static(_builtin_extremes)
+    for av, bv in ((1.0, 1.0), (2.0, 1.0), (1.0, 3.0)):
+        a = hf.tensor([av], requires_grad=True)
+        b = hf.tensor([bv], requires_grad=True)
+        f(a, b).sum().backward()
+        got = [a.grad.numpy().copy(), b.grad.numpy().copy()]
+        a.grad = b.grad = None
+        _builtin_extremes(a, b).sum().backward()
+        np.testing.assert_array_equal(got[0], a.grad.numpy())
+        np.testing.assert_array_equal(got[1], 0.0 if b.grad is None else b.grad.numpy())
+    g = hf.jit.to_static(_extremes_of_numbers)
+    for values in ([0.2, 0.1], [3.0, 0.1]):
+        x = hf.tensor(values)
+        got, want = g(x), _extremes_of_numbers(x)
+        assert all(type(v) is float for v in got)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
