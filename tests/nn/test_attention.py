@@ -159,6 +159,8 @@ def test_attention_dropout_and_errors():
         mha(hf.randn(4, 2, 6), x, x)
     with pytest.raises(ValueError, match="batch sizes"):
         mha(x, hf.randn(4, 3, 8), hf.randn(4, 3, 8))
+    with pytest.raises(TypeError, match=r"MultiheadAttention: key has dtype .*float64.*float32"):
+        mha(x, x.double(), x)
 
 
 # ---- TransformerEncoderLayer --------------------------------------------------------------------

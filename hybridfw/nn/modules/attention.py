@@ -171,6 +171,12 @@ class MultiheadAttention(Module):
         if not _same(tuple(key.shape[:-1]), tuple(value.shape[:-1])):
             raise ValueError(f"{_NAME}: key shape {tuple(key.shape)} does not match value shape "
                              f"{tuple(value.shape)} (all but the last dim must agree)")
+        weight = self.out_proj.weight
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.dtype is not weight.dtype:
+                raise TypeError(f"{_NAME}: {name} has dtype {t.dtype}, but the parameters have "
+                                f"dtype {weight.dtype}; convert the input or the module (e.g. "
+                                f"module.to({t.dtype}))")
         batch_dim = 0 if self.batch_first else 1
         if query.ndim == 3 and not _same((query.shape[batch_dim],), (key.shape[batch_dim],)):
             raise ValueError(f"{_NAME}: query and key have different batch sizes: shapes "
