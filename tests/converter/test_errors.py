@@ -221,3 +221,43 @@ def test_source_not_available_falls_back_with_full_graph_false():
     f = hf.jit.to_static(namespace["no_source"], full_graph=False)
     with pytest.warns(UserWarning, match="falling back to eager"):
         assert f(hf.ones(2)).tolist() == [3.0, 3.0]
+
+
+def test_source_registered_in_linecache_converts():
+    """A notebook cell's source lives in linecache under a name that is no file (IPython
+    registers it so): converting reads it there, decorator and all."""
+    import linecache
+    filename = "<hybridfw-test-cell-1>"
+    source = ("import hybridfw as hf\n\n@hf.jit.to_static\ndef cell(x):\n"
+              "    if x.sum() > 0:\n        return x * 2\n    return x - 1\n")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    try:
+        namespace = {}
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - the test's own cell
+        cell = namespace["cell"]
+        assert cell(hf.ones(2)).tolist() == [2.0, 2.0]
+        assert cell(-hf.ones(2)).tolist() == [-2.0, -2.0]
+        code = hf.jit.get_code(cell)
+        assert code.startswith("def cell(x):") and "_jst.convert_ifelse(" in code
+    finally:
+        linecache.cache.pop(filename, None)
+
+
+def test_edited_source_file_is_read_again(tmp_path, monkeypatch):
+    """A module whose file changed on disk since it was last read (an edited, reloaded module)
+    is converted from its new text, as inspect would read it."""
+    import importlib
+    import os
+    import sys
+    path = tmp_path / "hf_edited_module.py"
+    path.write_text("def f(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("hf_edited_module")
+    try:
+        assert hf.jit.to_static(module.f)(hf.ones(2)).tolist() == [2.0, 2.0]
+        path.write_text("def f(x):\n    y = x * 10\n    return y + 1\n")
+        os.utime(path, (1, 1))  # a different mtime, whatever the clock's resolution
+        module = importlib.reload(module)
+        assert hf.jit.to_static(module.f)(hf.ones(2)).tolist() == [11.0, 11.0]
+    finally:
+        sys.modules.pop("hf_edited_module", None)
