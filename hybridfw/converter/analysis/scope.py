@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import gast
 
-__all__ = ["assigned_names", "declared_nonlocal", "definitely_bound", "read_names"]
+__all__ = ["assigned_names", "declarations", "declared_nonlocal", "definitely_bound",
+           "deleted_names", "read_names"]
 
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
            gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
@@ -107,15 +108,36 @@ def read_names(nodes) -> set:
 
 def declared_nonlocal(nodes) -> set:
     """Names declared ``global`` or ``nonlocal`` in this scope (not in nested functions)."""
-    names = set()
+    return set(declarations(nodes))
+
+
+def declarations(nodes) -> dict:
+    """``name -> "global" | "nonlocal"`` for the names declared so in this scope (not in
+    nested functions)."""
+    found: dict = {}
     stack = [n for n in (nodes if isinstance(nodes, list) else [nodes])
              if not isinstance(n, _SCOPES)]
     while stack:
         node = stack.pop()
         if isinstance(node, (gast.Global, gast.Nonlocal)):
-            names.update(node.names)
+            kind = "global" if isinstance(node, gast.Global) else "nonlocal"
+            found.update(dict.fromkeys(node.names, kind))
         stack.extend(c for c in gast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
-    return names
+    return found
+
+
+def deleted_names(nodes) -> list:
+    """Names ``del`` unbinds in ``nodes`` (not in nested scopes), in order."""
+    found: dict = {}
+    stack = list(reversed(nodes if isinstance(nodes, list) else [nodes]))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Del):
+            found.setdefault(node.id)
+        stack.extend(reversed(list(gast.iter_child_nodes(node))))
+    return list(found)
 
 
 def local_names(function) -> set:

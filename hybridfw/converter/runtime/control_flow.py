@@ -108,11 +108,31 @@ def to_predicate(value, what: str = "condition") -> Variable:
     return value
 
 
+def _refuse_writes(writes, construct: str):
+    """Refuse assigning global or nonlocal names inside a construct a tensor decides: its body
+    is traced once while the program is built, not run on each call, so the assignment could
+    not happen as written (and a branch not taken would still have made it)."""
+    from ..errors import UnsupportedConstructError, user_frame
+    frame = user_frame(2)
+    listed = ", ".join(repr(n) for n in writes)
+    raise UnsupportedConstructError(
+        f"assigning the global or nonlocal name(s) {listed} inside {construct} decided by a "
+        f"tensor", frame.f_code.co_filename if frame else None,
+        frame.f_lineno if frame else None,
+        hint="the body is traced once when the program is built, not run on each call; "
+             "return the value from the function instead (or keep this code out of the "
+             "converted function with hf.jit.not_to_static, or use full_graph=False to run "
+             "it eagerly)")
+
+
 # ---- if / else ------------------------------------------------------------------------------
-def convert_ifelse(pred, true_fn, false_fn, values, names):
-    """``if pred: <true_fn> else: <false_fn>`` over the variables ``names``."""
+def convert_ifelse(pred, true_fn, false_fn, values, names, writes=()):
+    """``if pred: <true_fn> else: <false_fn>`` over the variables ``names`` (``writes``: the
+    global or nonlocal names the branches assign)."""
     if not is_static(pred):
         return true_fn(*values) if pred else false_fn(*values)
+    if writes:
+        _refuse_writes(writes, "an if")
     return _static_ifelse(to_predicate(pred, "if condition"), true_fn, false_fn, values, names)
 
 
@@ -425,7 +445,7 @@ class _Merge:
 
 
 # ---- while ------------------------------------------------------------------------------------
-def convert_while(cond_fn, body_fn, values, names):
+def convert_while(cond_fn, body_fn, values, names, writes=()):
     """``while cond_fn(*values): values = body_fn(*values)``: a Python loop until the condition
     is a static value, then one static ``while`` for the rest."""
     values = tuple(values)
@@ -433,6 +453,8 @@ def convert_while(cond_fn, body_fn, values, names):
         flag = cond_fn(*values)
         if is_static(flag):
             to_predicate(flag, "loop condition")
+            if writes:
+                _refuse_writes(writes, "a while loop")
             return _static_loop(cond_fn, body_fn, values, names)
         if not flag:
             return values
@@ -743,16 +765,20 @@ def convert_zip(*iterables):
     return zip(*iterables)
 
 
-def convert_for(iterable, body_fn, values, names, extra_test=None):
+def convert_for(iterable, body_fn, values, names, extra_test=None, writes=()):
     """``for item in iterable: values = body_fn(item, *values)`` (stopping early when
     ``extra_test(*values)`` is false: the loop's break flag)."""
     values = tuple(values)
     if _static_iterable(iterable):
+        if writes:
+            _refuse_writes(writes, "a for loop over a tensor")
         return _static_for(iterable, body_fn, values, names, extra_test)
     for item in iterable:
         if extra_test is not None:
             go_on = extra_test(*values)
             if is_static(go_on):
+                if writes:
+                    _refuse_writes(writes, "a for loop a tensor breaks")
                 # a tensor decided to break: the remaining iterations run under that flag
                 values = tuple(convert_ifelse(go_on, lambda *v, item=item: body_fn(item, *v),
                                               lambda *v: v, values, names))
