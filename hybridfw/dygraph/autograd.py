@@ -142,6 +142,9 @@ class BackwardPass:
     capture = None
     #: callbacks queued (:func:`queue_callback`) to run when the accumulating pass ends
     callbacks = None
+    #: whether the pass keeps what nodes saved (``retain_graph``): a rule may otherwise hand
+    #: its saved values over to be freed while it runs (to_static's backward program does)
+    retain_graph = True
 
 
 #: id(leaf) -> (weakref to the leaf, [hooks]): hooks a leaf runs right after its ``.grad`` was
@@ -387,9 +390,11 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
     prev_mode = GradMode.enabled
     prev_capture = BackwardPass.capture
     prev_callbacks = BackwardPass.callbacks
+    prev_retain = BackwardPass.retain_graph
     outermost = capture is None and prev_callbacks is None
     GradMode.enabled = create_graph
     BackwardPass.capture = capture
+    BackwardPass.retain_graph = bool(retain_graph)
     if outermost:
         BackwardPass.callbacks = []
     try:
@@ -423,6 +428,7 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         GradMode.enabled = prev_mode
         BackwardPass.capture = prev_capture
         BackwardPass.callbacks = prev_callbacks
+        BackwardPass.retain_graph = prev_retain
     return None
 
 

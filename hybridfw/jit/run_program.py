@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dygraph.autograd import GradMode, Node
+from ..dygraph.autograd import BackwardPass, GradMode, Node
 from ..dygraph.tensor import wrap_array
 
 __all__ = ["RunState", "attach_node"]
@@ -54,9 +54,20 @@ def _rule(g, out, state, *metas, input_index):
     if state.grad_key is not g:
         state.check_versions()
         entry = state.entry
+        if state.saved is None:  # (handed to a backward that raised)
+            raise RuntimeError("to_static: the values this program saved for its backward "
+                               "were handed to an earlier backward through it, which did not "
+                               "finish; call the converted function again")
         seeds = entry.split_gradient(g._data)
         arrays = list(state.saved) + seeds
-        state.grads = entry.run_backward(arrays)
+        storage = None
+        if not BackwardPass.retain_graph:
+            # the engine frees this state after the node runs: hand the saved values over
+            # instead, so that the backward program drops each after its last use (and stops
+            # counting it), as eager autograd frees them node by node
+            state.saved = None
+            storage = state.storages[0] if entry._saved_own else None
+        state.grads = entry.run_backward(arrays, storage)
         state.grad_key = g
     grad = state.grads[input_index - 1]
     if grad is None or (state.unused is not None and state.unused[input_index - 1]):

@@ -302,7 +302,7 @@ class ConcreteProgram:
             xp.copyto(t._data, value, casting="unsafe")  # (a lower category: cast as eager)
             t._storage.version += 1
 
-    def _run(self, program, arrays, fetch, same_signature=False):
+    def _run(self, program, arrays, fetch, same_signature=False, storage=None):
         # fast path: the plan of this program's last run, when it no longer changes (tiering
         # done, or interpreted only) and the arrays have that run's shapes and dtypes (checked
         # here, or known by the caller: ``same_signature``, the to_static call's fast key equal
@@ -310,17 +310,26 @@ class ConcreteProgram:
         # alternates the forward and backward programs.
         plans = self._plans
         last = plans.get(id(program))
-        if same_signature and last is not None:
-            return last[1](*arrays)
-        key = tuple([(a.shape, a.dtype) for a in arrays])
-        if last is not None and last[0] == key:
-            return last[1](*arrays)
-        compiled, fed = self.executor._lookup(program, dict(zip(program.feeds, arrays)), fetch)
+        if program.donated:  # (the backward: its plan takes the arrays in a list it empties)
+            key = tuple([(a.shape, a.dtype) for a in arrays])
+            if last is not None and last[0] == key:
+                return last[1](arrays, storage)
+            compiled, fed = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
+                                                  fetch)
+            arrays.clear()  # (fed holds them now)
+        else:
+            if same_signature and last is not None:
+                return last[1](*arrays)
+            key = tuple([(a.shape, a.dtype) for a in arrays])
+            if last is not None and last[0] == key:
+                return last[1](*arrays)
+            compiled, fed = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
+                                                  fetch)
         if compiled.runs < 0 or self.executor.backend == "interpreted":
             plans[id(program)] = (key, compiled.function)
         else:  # the slot only ever holds the plan of this program's last signature
             plans.pop(id(program), None)
-        return compiled.function(*fed)
+        return compiled(fed, storage)
 
     def _set_hot(self) -> None:
         """After a run without backward: the plan this run used, when it no longer changes
@@ -362,14 +371,21 @@ class ConcreteProgram:
         base = {"input": 0, "output": n_in, "fetch": n_in + n_out}
         self._saved_pick = [base[kind] + i for kind, i in plan]
         packed = len(self.float_outputs) != 1
-        self._saved_own = [base[kind] + i for kind, i in plan
-                           if kind == "fetch" or (kind == "output" and packed)]
+        own = [k for k, (kind, _) in enumerate(plan)
+               if kind == "fetch" or (kind == "output" and packed)]
+        self._saved_own = [self._saved_pick[k] for k in own]
+        # the saved values only the run's state holds go to the backward to drop as it goes
+        self.backward_program.donated = frozenset(self.saved_names[k] for k in own)
         self._saved_shared = [(kind, i) for kind, i in plan
                               if kind == "input" or (kind == "output" and not packed)]
         return plan
 
-    def run_backward(self, arrays):
-        results = self._run(self.backward_program, arrays, self.grad_names_fetch)
+    def run_backward(self, arrays, storage=None):
+        """The input gradients from ``arrays`` (the saved values, then the seeds), a list the
+        backward plan empties: the donated saved values it holds only there are dropped after
+        their last use, and stop being counted in ``storage`` (None: counted elsewhere)."""
+        results = self._run(self.backward_program, arrays, self.grad_names_fetch,
+                            storage=storage)
         it = iter(results)
         return [None if n is None else next(it) for n in self.grad_names]
 

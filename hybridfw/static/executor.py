@@ -123,10 +123,20 @@ class _BlockEmitter:
         self.uses_env = False
         self._registry = all_ops()
         self.asyncs = {}   # op index -> anchor: products run on the worker (see .streams)
+        self.donated = {}  # donated input -> its bytes (see Program.donated)
         self._waits = {}   # anchor -> [(op index, op)] to wait for before it
 
     def emit(self, lowered=None) -> None:
         dying = self.live.dying() if self.memory is not None else None
+        if dying is not None and self.donated:
+            last = self.live.last_use
+            for name in self.donated:  # dropped after their last use (unused: at once)
+                end = last.get(name, -1)
+                if end < self.live.num_ops:
+                    if end < 0:
+                        self._after(-1, [name])
+                    else:
+                        dying[end].append(name)
         starts, inside, internal = _region_index(lowered)
         for i, anchor in self.asyncs.items():
             self._waits.setdefault(anchor, []).append((i, self.block.ops[i]))
@@ -245,6 +255,9 @@ class _BlockEmitter:
         heap = [fs.ident(n) for n in dying if n not in self.memory.offsets]
         if heap:
             fs.line(f"del {', '.join(heap)}")
+        freed = sum([self.donated.get(n, 0) for n in dying])
+        if freed:
+            fs.line(f"_release(_storage, {freed})")
 
 
 def _region_index(lowered):
@@ -309,10 +322,15 @@ class CompiledProgram:
     through ``storage``), ``fetch_names``.
     """
 
-    __slots__ = ("arena", "asyncs", "fetch_names", "function", "lowering", "memory", "program",
-                 "runs", "source", "storage")
+    __slots__ = ("arena", "asyncs", "donated", "fetch_names", "function", "lowering", "memory",
+                 "program", "runs", "source", "storage")
 
-    def __call__(self, arrays):
+    def __call__(self, arrays, storage=None):
+        """The fetched arrays; a plan of a program with donated inputs (``function(list,
+        storage)``) empties ``arrays`` and stops counting each donated input's bytes in
+        ``storage`` (None: none) once it dropped it."""
+        if self.donated:
+            return self.function(arrays, storage)
         return self.function(*arrays)
 
     def __repr__(self) -> str:
@@ -397,7 +415,20 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     slots: dict = {}
     for name in list(program.params) + list(program.feeds) + list(block.vars):
         slots.setdefault(name, len(slots))
-    fs.params = [fs.ident(n) for n in program.feeds]
+    donated = {}  # donated input -> its bytes (no longer counted once dropped)
+    if program.donated:
+        # the feed arrays come in a list the plan empties: nothing but its locals then holds
+        # them (a call's positional arguments stay referenced by the caller until it returns)
+        fs.params = ["_inputs", "_storage"]
+        idents = [fs.ident(n) for n in program.feeds]
+        fs.line(f"{', '.join(idents)}{',' if len(idents) == 1 else ''} = _inputs")
+        fs.line("_inputs.clear()")
+        for name in program.feeds:
+            meta = memory.metas.get(name)
+            if name in program.donated and meta is not None:
+                donated[name] = int(np.prod(meta.shape, dtype=np.int64)) * meta.dtype.np.itemsize
+    else:
+        fs.params = [fs.ident(n) for n in program.feeds]
     used = memory.liveness.last_use
     for name in program.params:
         if name in used:
@@ -409,6 +440,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
                             memory, buffers, poison_after)
     emitter.lowered = lowered
     emitter.asyncs = asyncs
+    emitter.donated = donated
     emitter.emit(lowered)
     if emitter.uses_env:
         fs.insert(env_line, f"_env = [None] * {len(slots)}")
@@ -429,6 +461,7 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     compiled.lowering = lowered
     compiled.asyncs = asyncs
     compiled.runs = 0
+    compiled.donated = bool(program.donated)
     return compiled
 
 
@@ -646,7 +679,7 @@ class Executor:
         ``fetch_list`` (Variables or names)."""
         compiled, arrays = self._lookup(program, feed, fetch_list)
         try:
-            results = compiled.function(*arrays)
+            results = compiled(arrays)
         except Exception as exc:
             # found after the fact, from the traceback: the success path pays nothing
             located = operator_at(exc.__traceback__)

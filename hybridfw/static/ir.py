@@ -394,6 +394,11 @@ class Program:
         # views (or viewed values) an update inside a branch or loop body could not reach:
         # name -> the error a later use raises
         self.stale: dict = {}
+        # inputs whose arrays the caller hands over (as JAX's donated arguments): a compiled
+        # plan takes its feed arrays in a list it empties, and drops each of these right after
+        # its last use, so its memory can go before the run ends (to_static's backward drops
+        # the forward's saved values as it goes, as eager autograd frees them node by node)
+        self.donated: frozenset = frozenset()
 
     def reaches_gradient(self, name: str) -> bool:
         """Whether a path of differentiable operators (built with grad enabled) leads from one
