@@ -87,8 +87,32 @@ def check_collectives(dist, rank: int) -> dict:
     received = hf.empty(2, 4)
     dist.reduce_scatter_tensor(received, hf.tensor(rank_data(rank, (4, 4))), op="max")
     out["reduce_scatter_tensor_max"] = received.tolist()
+    out.update(non_contiguous_collectives(dist, rank))
     dist.barrier()
     out["errors"] = collective_errors(dist, rank)
+    return out
+
+
+def non_contiguous_collectives(dist, rank: int) -> dict:
+    """Collectives on transposed and strided views: the results reach the views' bases."""
+    out = {}
+    base = hf.tensor(rank_data(rank, (3, 4)))
+    dist.all_reduce(base.T, op="mean")
+    out["nc_all_reduce_T_mean"] = base.tolist()
+    base = hf.tensor(rank_data(rank, (3, 4)))
+    work = dist.all_reduce(base[:, 1], op="max", async_op=True)
+    work.wait()
+    out["nc_all_reduce_column_max"] = base.tolist()
+    base = hf.tensor(rank_data(rank, (3, 4)))
+    dist.broadcast(base[::2], src=1)
+    out["nc_broadcast_rows"] = base.tolist()
+    bases = [hf.zeros(3, 4) for _ in range(WORLD)]
+    dist.all_gather([b[:, ::2] for b in bases], hf.tensor(rank_data(rank, (3, 4)))[:, 1::2])
+    out["nc_all_gather"] = [b.tolist() for b in bases]
+    base = hf.zeros(2, 3)
+    dist.reduce_scatter(base.T, [hf.tensor(rank_data(rank + 10 * i, (3, 2))) for i in
+                                 range(WORLD)])
+    out["nc_reduce_scatter"] = base.tolist()
     return out
 
 
@@ -98,7 +122,7 @@ def collective_errors(dist, rank: int) -> dict:
         "shape": lambda: dist.all_reduce(hf.ones(2 + rank)),
         "dtype": lambda: dist.all_reduce(hf.ones(2, dtype=hf.float64 if rank else hf.float32)),
         "int_mean": lambda: dist.all_reduce(hf.ones(2, dtype=hf.int64), op="mean"),
-        "non_contiguous": lambda: dist.all_reduce(hf.ones(3, 4).T),
+        "read_only": lambda: dist.all_reduce(hf.ones(1, 4).expand(3, 4)),
         "bad_op": lambda: dist.all_reduce(hf.ones(2), op="prod"),
         "bad_src": lambda: dist.broadcast(hf.ones(2), src=5),
     }

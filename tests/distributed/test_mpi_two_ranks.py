@@ -57,6 +57,25 @@ def test_async_broadcast_gather_scatter_match_numpy(ranks):
         np.testing.assert_array_equal(r["reduce_scatter_tensor_max"], blocks[rank])
 
 
+def test_collectives_on_non_contiguous_views_write_through_to_their_bases(ranks):
+    data = contributions()
+    for rank, r in enumerate(ranks):
+        np.testing.assert_allclose(r["nc_all_reduce_T_mean"], data.mean(0), rtol=1e-6)
+        expected = data[rank].copy()
+        expected[:, 1] = data[:, :, 1].max(0)  # only the column changes
+        np.testing.assert_array_equal(r["nc_all_reduce_column_max"], expected)
+        expected = data[rank].copy()
+        expected[::2] = data[1][::2]
+        np.testing.assert_array_equal(r["nc_broadcast_rows"], expected)
+        for src, got in enumerate(r["nc_all_gather"]):
+            expected = np.zeros((3, 4), np.float32)
+            expected[:, ::2] = data[src][:, 1::2]
+            np.testing.assert_array_equal(got, expected)
+        # rank k's (2, 3) base receives the transpose of the sum of everyone's input_list[k]
+        total = sum(W.rank_data(j + 10 * rank, (3, 2)) for j in range(W.WORLD))
+        np.testing.assert_allclose(r["nc_reduce_scatter"], total.T, rtol=1e-6)
+
+
 def test_collective_errors_are_clear_on_every_rank(ranks):
     for r in ranks:
         e = r["errors"]
@@ -65,7 +84,7 @@ def test_collective_errors_are_clear_on_every_rank(ranks):
         assert "rank 1: all_reduce of float32 (3,)" in e["shape"][1]
         assert e["dtype"][0] == "TypeError" and "float64 (2,)" in e["dtype"][1]
         assert e["int_mean"][0] == "TypeError" and "int64" in e["int_mean"][1]
-        assert e["non_contiguous"][0] == "ValueError" and "contiguous" in e["non_contiguous"][1]
+        assert e["read_only"][0] == "ValueError" and "read-only" in e["read_only"][1]
         assert e["bad_op"][0] == "ValueError" and "'prod'" in e["bad_op"][1]
         assert e["bad_src"][0] == "ValueError" and "got 5" in e["bad_src"][1]
 
