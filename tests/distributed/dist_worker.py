@@ -212,9 +212,12 @@ def unused_parameters(rank: int) -> dict:
             self.body = nn.Linear(4, 4)
             self.head = nn.Linear(4, 2)
             self.spare = nn.Linear(4, 2)
+            self.rank1_only = nn.Linear(4, 2)
+            self.use_rank1_only = False
 
         def forward(self, x):
-            return self.head(self.body(x))
+            out = self.head(self.body(x))
+            return out + self.rank1_only(x) if self.use_rank1_only else out
 
     hf.manual_seed(0)
     x = hf.tensor(rank_data(rank, (3, 4)))
@@ -228,9 +231,23 @@ def unused_parameters(rank: int) -> dict:
     model = TwoHeads()
     ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
     ddp(x).sum().backward()
-    return {"error": error, "head_bias_grad": model.head.bias.grad.tolist(),
-            "spare_grad": None if model.spare.weight.grad is None else
-            model.spare.weight.grad.tolist()}
+    result = {"error": error, "head_bias_grad": model.head.bias.grad.tolist(),
+              "spare_grad": None if model.spare.weight.grad is None else
+              model.spare.weight.grad.tolist()}
+    # rank1_only is used on rank 1 only, twice without zero_grad: rank 0 contributes the
+    # gradient it holds from the first pass (PyTorch), not zeros
+    hf.manual_seed(0)
+    model = TwoHeads()
+    model.use_rank1_only = rank == 1
+    ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+    passes = []
+    for _ in range(2):
+        ddp(x).sum().backward()
+        passes.append([model.rank1_only.bias.grad.tolist(), model.head.bias.grad.tolist(),
+                       None if model.spare.bias.grad is None else
+                       model.spare.bias.grad.tolist()])
+    result["rank1_only_passes"] = passes
+    return result
 
 
 def check_zero(rank: int) -> dict:

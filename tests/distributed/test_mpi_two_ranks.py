@@ -158,7 +158,12 @@ def test_unused_parameters_are_named_or_tolerated(ranks):
         assert "find_unused_parameters=True" in u["error"]
         assert "head" not in u["error"].split("pass")[0]
         assert u["head_bias_grad"] == [3.0, 3.0]  # d sum / d bias = 3 rows on each rank
-        assert u["spare_grad"] == [[0.0] * 4] * 2
+        assert u["spare_grad"] is None  # no rank used it: .grad untouched, as PyTorch
+        # d sum / d rank1_only.bias = 3 rows on rank 1, nothing on rank 0: mean 1.5; the
+        # second pass (no zero_grad) adds 3 on rank 1 to the 1.5 both hold: (1.5 + 4.5) / 2
+        first, second = u["rank1_only_passes"]
+        assert first == [[1.5, 1.5], [3.0, 3.0], None]
+        assert second == [[3.0, 3.0], [6.0, 6.0], None]
 
 
 # ---- ZeRO-1 --------------------------------------------------------------------------------

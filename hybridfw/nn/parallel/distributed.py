@@ -36,7 +36,9 @@ class DistributedDataParallel(Module):
     been accumulated, overlapping communication with the rest of backward, and the gradients
     end up averaged over the ranks. ``no_sync()`` skips the all-reduce (gradient
     accumulation); a parameter that received no gradient is an error naming it, unless
-    ``find_unused_parameters=True`` (then such parameters count as zero gradients). Works on
+    ``find_unused_parameters=True``: then, as in PyTorch, a parameter a rank did not use
+    contributes the ``.grad`` it holds (zeros when it has none) to the average, and one no
+    rank used keeps its ``.grad`` untouched (``None`` stays ``None``). Works on
     eager modules and on ``hf.jit.to_static`` modules alike. ``broadcast_buffers``: rank 0's
     buffers (BatchNorm statistics) are sent to all ranks before each forward.
     """
