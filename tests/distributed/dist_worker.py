@@ -88,6 +88,7 @@ def check_collectives(dist, rank: int) -> dict:
     dist.reduce_scatter_tensor(received, hf.tensor(rank_data(rank, (4, 4))), op="max")
     out["reduce_scatter_tensor_max"] = received.tolist()
     out.update(non_contiguous_collectives(dist, rank))
+    out.update(aliased_and_bool_collectives(dist, rank))
     dist.barrier()
     out["errors"] = collective_errors(dist, rank)
     return out
@@ -113,6 +114,27 @@ def non_contiguous_collectives(dist, rank: int) -> dict:
     dist.reduce_scatter(base.T, [hf.tensor(rank_data(rank + 10 * i, (3, 2))) for i in
                                  range(WORLD)])
     out["nc_reduce_scatter"] = base.tolist()
+    return out
+
+
+def aliased_and_bool_collectives(dist, rank: int) -> dict:
+    """In-place reduce-scatter and all-gather (the output is this rank's block of the input or
+    the input is its block of the output), and bool all-reduces."""
+    out = {}
+    flat = hf.tensor(rank_data(rank, (WORLD * 4,)))
+    dist.reduce_scatter_tensor(flat[4 * rank:4 * (rank + 1)], flat)
+    out["rs_tensor_in_place"] = flat.tolist()
+    inputs = [hf.tensor(rank_data(rank + 10 * i, (3,))) for i in range(WORLD)]
+    dist.reduce_scatter(inputs[rank], inputs, op="max")
+    out["rs_list_in_place"] = [t.tolist() for t in inputs]
+    flat = hf.zeros(WORLD * 3)
+    flat[3 * rank:3 * (rank + 1)] = hf.tensor(rank_data(rank, (3,)))
+    dist.all_gather_into_tensor(flat, flat[3 * rank:3 * (rank + 1)])
+    out["ag_tensor_in_place"] = flat.tolist()
+    for op in ("sum", "max", "min"):
+        t = hf.tensor(rank_data(rank, (6,)) > 0)
+        dist.all_reduce(t, op=op)
+        out[f"bool_{op}"] = t.tolist()
     return out
 
 

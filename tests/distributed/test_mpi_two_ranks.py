@@ -76,6 +76,24 @@ def test_collectives_on_non_contiguous_views_write_through_to_their_bases(ranks)
         np.testing.assert_allclose(r["nc_reduce_scatter"], total.T, rtol=1e-6)
 
 
+def test_in_place_reduce_scatter_and_all_gather_and_bool_all_reduce(ranks):
+    flats = np.stack([W.rank_data(r, (W.WORLD * 4,)) for r in range(W.WORLD)])
+    bools = np.stack([W.rank_data(r, (6,)) > 0 for r in range(W.WORLD)])
+    for rank, r in enumerate(ranks):
+        expected = flats[rank].copy()
+        expected[4 * rank:4 * (rank + 1)] = flats[:, 4 * rank:4 * (rank + 1)].sum(0)
+        np.testing.assert_allclose(r["rs_tensor_in_place"], expected, rtol=1e-6)
+        for i, got in enumerate(r["rs_list_in_place"]):
+            want = np.max([W.rank_data(j + 10 * rank, (3,)) for j in range(W.WORLD)], 0) \
+                if i == rank else W.rank_data(rank + 10 * i, (3,))
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(r["ag_tensor_in_place"], np.concatenate(
+            [W.rank_data(j, (3,)) for j in range(W.WORLD)]))
+        np.testing.assert_array_equal(r["bool_sum"], bools.any(0))  # True + True is True
+        np.testing.assert_array_equal(r["bool_max"], bools.any(0))
+        np.testing.assert_array_equal(r["bool_min"], bools.all(0))
+
+
 def test_collective_errors_are_clear_on_every_rank(ranks):
     for r in ranks:
         e = r["errors"]
