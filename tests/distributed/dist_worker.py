@@ -290,10 +290,55 @@ def check_zero(rank: int) -> dict:
     before = hf.memory.allocated()
     zero.step()
     grew = hf.memory.allocated() - before
-    return {"zero_params": params_of(model), "zero_state_bytes": zero.state_bytes(),
-            "zero_memory_growth": grew,
-            "zero_owned": sum(1 for *_, r in zero.pieces if r == rank),
-            "zero_mlp_state_bytes": mlp_state_bytes}
+    result = {"zero_params": params_of(model), "zero_state_bytes": zero.state_bytes(),
+              "zero_memory_growth": grew,
+              "zero_owned": sum(1 for *_, r in zero.pieces if r == rank),
+              "zero_mlp_state_bytes": mlp_state_bytes}
+    result.update(zero_checkpoints(rank))
+    return result
+
+
+def state_dict_to_json(state_dict: dict) -> dict:
+    return {"state": {str(i): {k: (v.tolist() if isinstance(v, hf.Tensor) else v)
+                               for k, v in s.items()} for i, s in state_dict["state"].items()},
+            "param_groups": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in g.items()}
+                             for g in state_dict["param_groups"]]}
+
+
+def zero_checkpoints(rank: int) -> dict:
+    """ZeRO with SGD momentum: the state consolidated on rank 1 after two steps, then a fresh
+    ZeRO that loads a plain SGD's whole state dict (the test's reference) and trains on."""
+    model = mlp(seed=0)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = hf.optim.ZeroRedundancyOptimizer(ddp.parameters(), hf.optim.SGD, lr=0.1,
+                                           momentum=0.9)
+    x, y = batches()
+    for step in range(2):
+        opt.zero_grad()
+        F.cross_entropy(ddp(hf.tensor(shard(x[step], rank))),
+                        hf.tensor(shard(y[step], rank))).backward()
+        opt.step()
+    opt.consolidate_state_dict(to=1)
+    out = {"zero_consolidated": state_dict_to_json(opt.state_dict()) if rank == 1 else None}
+    reference = mlp(seed=0)
+    plain = hf.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(2):
+        plain.zero_grad()
+        F.cross_entropy(reference(hf.tensor(x[step])), hf.tensor(y[step])).backward()
+        plain.step()
+    resumed = mlp(seed=5)
+    with hf.no_grad():
+        for p, q in zip(resumed.parameters(), reference.parameters()):
+            p.copy_(q)
+    ddp = nn.parallel.DistributedDataParallel(resumed)
+    opt = hf.optim.ZeroRedundancyOptimizer(ddp.parameters(), hf.optim.SGD, lr=7.0)
+    opt.load_state_dict(plain.state_dict())
+    out["zero_loaded_lr"] = opt.param_groups[0]["lr"]
+    opt.zero_grad()
+    F.cross_entropy(ddp(hf.tensor(shard(x[2], rank))), hf.tensor(shard(y[2], rank))).backward()
+    opt.step()
+    out["zero_resumed_params"] = params_of(resumed)
+    return out
 
 
 def check_sampler(rank: int) -> dict:

@@ -224,6 +224,35 @@ def test_zero1_state_per_rank_is_half_of_adams(ranks):
         assert r["zero_memory_growth"] == full_growth - full_state // W.WORLD
 
 
+def test_zero1_consolidated_state_dict_is_the_plain_optimizers(ranks):
+    model = W.mlp(seed=0)
+    opt = hf.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, y = W.batches()
+    for step in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(hf.tensor(x[step])), hf.tensor(y[step])).backward()
+        opt.step()
+    expected = opt.state_dict()
+    assert ranks[0]["zero_consolidated"] is None
+    got = ranks[1]["zero_consolidated"]
+    assert len(got["param_groups"]) == 1
+    assert got["param_groups"][0] == {k: (list(v) if isinstance(v, tuple) else v)
+                                      for k, v in expected["param_groups"][0].items()}
+    assert sorted(got["state"]) == sorted(str(i) for i in expected["state"])
+    for i, s in expected["state"].items():
+        assert set(got["state"][str(i)]) == {"momentum_buffer"}
+        np.testing.assert_allclose(got["state"][str(i)]["momentum_buffer"],
+                                   s["momentum_buffer"].numpy(), rtol=1e-5, atol=1e-7)
+    # a fresh ZeRO (lr=7) that loads the plain state dict resumes as plain SGD does
+    opt.zero_grad()
+    F.cross_entropy(model(hf.tensor(x[2])), hf.tensor(y[2])).backward()
+    opt.step()
+    for r in ranks:
+        assert r["zero_loaded_lr"] == 0.1
+        assert_params_close(r["zero_resumed_params"], [p.detach().numpy()
+                                                       for p in model.parameters()])
+
+
 # ---- DistributedSampler --------------------------------------------------------------------
 def test_distributed_sampler_shards_cover_the_data(ranks):
     for epoch in range(2):
