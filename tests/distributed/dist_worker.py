@@ -182,6 +182,33 @@ def check_ddp(rank: int) -> dict:
     out["no_sync_params"] = params_of(train_no_sync(rank))
     out["events"] = overlap_events(rank)
     out["unused"] = unused_parameters(rank)
+    out["forward_decides"] = forward_decides_sync(rank)
+    return out
+
+
+def forward_decides_sync(rank: int) -> dict:
+    """d sum(x @ w.T) / dw = x = rank + 1 on each rank: which backward passes average it."""
+    hf.manual_seed(0)
+    lin = nn.Linear(2, 1, bias=False)
+    ddp = nn.parallel.DistributedDataParallel(lin)
+    x = hf.ones(1, 2) * (rank + 1)
+    out = {}
+    with ddp.no_sync():
+        y = ddp(x)
+    y.sum().backward()  # the forward ran inside no_sync: local
+    out["forward_in_no_sync"] = lin.weight.grad.tolist()
+    lin.weight.grad = None
+    y = ddp(x)
+    with ddp.no_sync():
+        y.sum().backward()  # the forward ran outside: averaged
+    out["backward_in_no_sync"] = lin.weight.grad.tolist()
+    lin.weight.grad = None
+    if rank == 0:  # the wrapped module called directly on one rank: no communication
+        lin(x).sum().backward()
+    out["direct"] = None if lin.weight.grad is None else lin.weight.grad.tolist()
+    lin.weight.grad = None
+    ddp(x).sum().backward()
+    out["after"] = lin.weight.grad.tolist()
     return out
 
 

@@ -156,6 +156,16 @@ def test_no_sync_accumulates_then_averages(ranks):
         assert_params_close(r["no_sync_params"], expected)
 
 
+def test_the_forward_decides_whether_backward_synchronizes(ranks):
+    mean = sum(r + 1.0 for r in range(W.WORLD)) / W.WORLD  # each rank's gradient is rank + 1
+    for rank, r in enumerate(ranks):
+        f = r["forward_decides"]
+        assert f["forward_in_no_sync"] == [[rank + 1.0] * 2]
+        assert f["backward_in_no_sync"] == [[mean] * 2]
+        assert f["direct"] == ([[1.0, 1.0]] if rank == 0 else None)
+        assert f["after"] == [[mean] * 2]
+
+
 def test_bucket_all_reduce_starts_before_backward_ends(ranks):
     for r in ranks:
         events = r["events"]

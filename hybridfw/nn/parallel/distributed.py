@@ -89,7 +89,9 @@ class DistributedDataParallel(Module):
     @contextlib.contextmanager
     def no_sync(self):
         """Inside, backward accumulates gradients locally without all-reducing them; the first
-        backward after it averages the accumulated sums.
+        backward after it averages the accumulated sums. As in PyTorch the forward decides: a
+        forward run inside the context does not synchronize its backward (wherever that
+        runs), one run outside does.
 
         Example::
 

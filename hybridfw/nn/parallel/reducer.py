@@ -92,6 +92,10 @@ class Reducer:
         self.handles = [p.register_post_accumulate_grad_hook(self._on_grad_ready)
                         for _, p in named_params]
         self.require_sync = True
+        #: set by a forward of the DDP module that will synchronize (grad mode on, outside
+        #: no_sync()), cleared when its backward finishes: as in PyTorch, the forward decides,
+        #: and a backward through the wrapped module called directly communicates nothing
+        self.expect_hooks = False
         self.active = False
         self.next_bucket = 0
         self.ready = set()
@@ -107,6 +111,7 @@ class Reducer:
         does: each contributes its current ``.grad`` (accumulated earlier, e.g. under
         no_sync) or zeros when it has none."""
         self.active = False
+        self.expect_hooks = True
         self.next_bucket = 0
         self.ready = set()
         self.unused = list(unused or ())
@@ -115,7 +120,7 @@ class Reducer:
             bucket.work = None
 
     def _on_grad_ready(self, param: Tensor) -> None:
-        if not self.require_sync:
+        if not self.expect_hooks:
             if self.find_unused:
                 self.used_unsynced.add(id(param))
             return
@@ -180,6 +185,7 @@ class Reducer:
 
     def _finish_pass(self) -> None:
         self.active = False
+        self.expect_hooks = False
         launched = self.buckets[:self.next_bucket]
         for bucket in launched:
             bucket.work.wait()
