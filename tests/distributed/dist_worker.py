@@ -209,6 +209,11 @@ def forward_decides_sync(rank: int) -> dict:
     lin.weight.grad = None
     ddp(x).sum().backward()
     out["after"] = lin.weight.grad.tolist()
+    lin.weight.grad = None
+    ddp(x)  # a forward nobody differentiates, then one under no_sync: local
+    with ddp.no_sync():
+        ddp(x).sum().backward()
+    out["after_unused_forward"] = lin.weight.grad.tolist()
     return out
 
 

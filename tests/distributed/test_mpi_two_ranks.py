@@ -164,6 +164,7 @@ def test_the_forward_decides_whether_backward_synchronizes(ranks):
         assert f["backward_in_no_sync"] == [[mean] * 2]
         assert f["direct"] == ([[1.0, 1.0]] if rank == 0 else None)
         assert f["after"] == [[mean] * 2]
+        assert f["after_unused_forward"] == [[rank + 1.0] * 2]
 
 
 def test_bucket_all_reduce_starts_before_backward_ends(ranks):

@@ -84,6 +84,8 @@ class DistributedDataParallel(Module):
             unused = _unused_parameters(self.reducer.named_params, out) \
                 if self.find_unused_parameters else None
             self.reducer.prepare(unused)
+        elif is_grad_enabled():  # under no_sync(): this graph's backward stays local
+            self.reducer.expect_hooks = False
         return out
 
     @contextlib.contextmanager
