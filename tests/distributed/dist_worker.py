@@ -393,9 +393,16 @@ def write_atomic(path: str, data: dict) -> None:
 
 def run_checks(out_dir: str) -> None:
     dist = hf.distributed
-    dist.init_process_group("mpi", timeout=60)
+    try:
+        dist.init_process_group("mpi", timeout=60, world_size=WORLD + 1)
+        wrong_size = None
+    except ValueError as exc:
+        wrong_size = [str(exc), dist.is_initialized()]
+    group = dist.init_process_group("mpi", timeout=60, world_size=WORLD,
+                                    init_method="env://")
     rank = dist.get_rank()
-    result = {"rank": rank, "world_size": dist.get_world_size()}
+    result = {"rank": rank, "world_size": dist.get_world_size(), "wrong_size": wrong_size,
+              "of_group": [dist.get_rank(group), dist.get_world_size(group)]}
     result.update(check_collectives(dist, rank))
     for check in (check_ddp, check_zero, check_sampler):
         result.update(check(rank))

@@ -28,6 +28,15 @@ def ranks(tmp_path_factory):
     return results
 
 
+def test_init_takes_pytorchs_world_size_and_rank_arguments(ranks):
+    for rank, r in enumerate(ranks):
+        message, initialized = r["wrong_size"]
+        assert "world_size=3 but the launcher started this process as rank" in message
+        assert f"rank {rank} of 2" in message
+        assert initialized is False
+        assert r["of_group"] == [rank, 2]
+
+
 def contributions(shape=(3, 4)) -> np.ndarray:
     return np.stack([W.rank_data(r, shape) for r in range(W.WORLD)])
 

@@ -41,11 +41,12 @@ class DistributedDataParallel(Module):
     rank used keeps its ``.grad`` untouched (``None`` stays ``None``). Works on
     eager modules and on ``hf.jit.to_static`` modules alike. ``broadcast_buffers``: rank 0's
     buffers (BatchNorm statistics) are sent to all ranks before each forward.
+    ``process_group`` is PyTorch's name for ``group``.
     """
 
     def __init__(self, module: Module, bucket_cap_mb: float = 25,
                  find_unused_parameters: bool = False, broadcast_buffers: bool = True,
-                 group=None):
+                 group=None, *, process_group=None):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an hf.nn.Module, got "
@@ -54,7 +55,7 @@ class DistributedDataParallel(Module):
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be > 0, got "
                              f"{bucket_cap_mb!r}")
         self.module = module
-        group = group or default_group("DistributedDataParallel")
+        group = group or process_group or default_group("DistributedDataParallel")
         object.__setattr__(self, "group", group)
         self.find_unused_parameters = bool(find_unused_parameters)
         self.broadcast_buffers = bool(broadcast_buffers)
