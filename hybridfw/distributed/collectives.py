@@ -131,7 +131,7 @@ def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
 
 
 def _check_list(name: str, tensors, like: Tensor, group, role: str,
-                staged: list | None = None) -> list:
+                staged: list | None = None, like_role: str = "tensor") -> list:
     if not isinstance(tensors, (list, tuple)) or len(tensors) != group.world_size:
         got = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
         raise ValueError(f"hf.distributed.{name}: {role} must be a list of world_size="
@@ -142,10 +142,10 @@ def _check_list(name: str, tensors, like: Tensor, group, role: str,
                      staged=staged)
         if t.shape != like.shape:
             raise ValueError(f"hf.distributed.{name}: {role}[{i}] has shape {t.shape}, the "
-                             f"tensor {like.shape}; they must match")
+                             f"{like_role} {like.shape}; they must match")
         if t.dtype is not like.dtype:
             raise TypeError(f"hf.distributed.{name}: {role}[{i}] has dtype {t.dtype}, the "
-                            f"tensor {like.dtype}; they must match")
+                            f"{like_role} {like.dtype}; they must match")
         arrays.append(arr)
     return arrays
 
@@ -190,7 +190,8 @@ def reduce_scatter(output: Tensor, input_list: list, op="sum", group=None,
     group = group or default_group("reduce_scatter")
     staged = []
     out = _array("reduce_scatter", output, group, "output", staged=staged)
-    inputs = _check_list("reduce_scatter", input_list, output, group, "input_list")
+    inputs = _check_list("reduce_scatter", input_list, output, group, "input_list",
+                         like_role="output")
     return _reduce_scatter("reduce_scatter", output, out, out, inputs, out, op, group, async_op,
                            staged)
 

@@ -147,6 +147,10 @@ def collective_errors(dist, rank: int) -> dict:
         "read_only": lambda: dist.all_reduce(hf.ones(1, 4).expand(3, 4)),
         "bad_op": lambda: dist.all_reduce(hf.ones(2), op="prod"),
         "bad_src": lambda: dist.broadcast(hf.ones(2), src=5),
+        "rs_shape": lambda: dist.reduce_scatter(hf.empty(2), [hf.ones(3)] * WORLD),
+        "rs_dtype": lambda: dist.reduce_scatter(hf.empty(2), [hf.ones(2, dtype=hf.float64)] *
+                                                WORLD),
+        "gather_length": lambda: dist.all_gather([hf.empty(2)], hf.ones(2)),
     }
     for name, call in cases.items():
         try:

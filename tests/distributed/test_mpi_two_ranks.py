@@ -114,6 +114,13 @@ def test_collective_errors_are_clear_on_every_rank(ranks):
         assert e["read_only"][0] == "ValueError" and "read-only" in e["read_only"][1]
         assert e["bad_op"][0] == "ValueError" and "'prod'" in e["bad_op"][1]
         assert e["bad_src"][0] == "ValueError" and "got 5" in e["bad_src"][1]
+        assert e["rs_shape"] == ["ValueError", "hf.distributed.reduce_scatter: input_list[0] "
+                                 "has shape (3,), the output (2,); they must match"]
+        assert e["rs_dtype"][0] == "TypeError"
+        assert "input_list[0] has dtype hybridfw.float64, the output hybridfw.float32" in \
+            e["rs_dtype"][1]
+        assert e["gather_length"] == ["ValueError", "hf.distributed.all_gather: tensor_list "
+                                      "must be a list of world_size=2 tensors, got 1"]
 
 
 # ---- DistributedDataParallel ---------------------------------------------------------------
