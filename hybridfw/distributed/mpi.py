@@ -93,4 +93,4 @@ class MPIBackend:
 def _unaliased(source: np.ndarray, output: np.ndarray) -> np.ndarray:
     """``source``, or a copy of it when it overlaps ``output`` (which the collective writes
     while it still reads ``source``)."""
-    return source.copy() if np.shares_memory(source, output) else source
+    return source.copy() if np.may_share_memory(source, output) else source
