@@ -187,7 +187,34 @@ def check_ddp(rank: int) -> dict:
     out["events"] = overlap_events(rank)
     out["unused"] = unused_parameters(rank)
     out["forward_decides"] = forward_decides_sync(rank)
+    out["buffer_sync"] = buffer_sync(rank)
     return out
+
+
+#: The forwards of buffer_sync: (grad mode on, under no_sync, batch offset per rank)
+BUFFER_FORWARDS = [(True, False, lambda r: r), (False, False, lambda r: 10 * r),
+                   (True, False, lambda r: r), (True, False, lambda r: r),
+                   (True, True, lambda r: 5 + r), (True, False, lambda r: r)]
+
+
+def buffer_batch(offset: float) -> np.ndarray:
+    return (np.full((4, 2), offset) + np.arange(4.0)[:, None]).astype(np.float32)
+
+
+def buffer_sync(rank: int) -> list:
+    """BatchNorm running means after each forward of BUFFER_FORWARDS."""
+    bn = nn.BatchNorm1d(2)
+    ddp = nn.parallel.DistributedDataParallel(nn.Sequential(bn))
+    means = []
+    for grad, no_sync, offset in BUFFER_FORWARDS:
+        with hf.enable_grad() if grad else hf.no_grad():
+            if no_sync:
+                with ddp.no_sync():
+                    ddp(hf.tensor(buffer_batch(offset(rank))))
+            else:
+                ddp(hf.tensor(buffer_batch(offset(rank))))
+        means.append(bn.running_mean.tolist())
+    return means
 
 
 def forward_decides_sync(rank: int) -> dict:

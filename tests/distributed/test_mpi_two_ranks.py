@@ -183,6 +183,22 @@ def test_the_forward_decides_whether_backward_synchronizes(ranks):
         assert f["after_unused_forward"] == [[rank + 1.0] * 2]
 
 
+def test_buffers_are_broadcast_before_forwards_as_pytorch_does(ranks):
+    # PyTorch broadcasts rank 0's buffers before the first forward and after each forward
+    # that synchronizes its backward (grad mode on, outside no_sync), then each rank updates
+    # its running mean with its own batch: m <- 0.9 m + 0.1 * batch mean
+    means = np.zeros((W.WORLD, 2))
+    broadcast = True
+    for step, (grad, no_sync, offset) in enumerate(W.BUFFER_FORWARDS):
+        if broadcast:
+            means[:] = means[0]
+        for r in range(W.WORLD):
+            means[r] = 0.9 * means[r] + 0.1 * W.buffer_batch(offset(r)).mean(0)
+        broadcast = grad and not no_sync
+        for r in range(W.WORLD):
+            np.testing.assert_allclose(ranks[r]["buffer_sync"][step], means[r], rtol=1e-5)
+
+
 def test_bucket_all_reduce_starts_before_backward_ends(ranks):
     for r in ranks:
         events = r["events"]

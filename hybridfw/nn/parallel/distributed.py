@@ -40,7 +40,9 @@ class DistributedDataParallel(Module):
     contributes the ``.grad`` it holds (zeros when it has none) to the average, and one no
     rank used keeps its ``.grad`` untouched (``None`` stays ``None``). Works on
     eager modules and on ``hf.jit.to_static`` modules alike. ``broadcast_buffers``: rank 0's
-    buffers (BatchNorm statistics) are sent to all ranks before each forward.
+    buffers (BatchNorm statistics) are sent to all ranks before a forward, as in PyTorch
+    before the first one and after a forward that synchronizes its backward (grad mode on,
+    outside ``no_sync()``); not after one under ``no_grad`` or ``no_sync()``.
     ``process_group`` is PyTorch's name for ``group``.
     """
 
@@ -69,6 +71,8 @@ class DistributedDataParallel(Module):
                               [b for b in module.buffers()])
         reducer = Reducer(named, group, int(bucket_cap_mb * 2**20), find_unused_parameters)
         object.__setattr__(self, "reducer", reducer)
+        #: PyTorch's flag: whether the next forward broadcasts the buffers
+        self.require_forward_param_sync = True
 
     @property
     def bucket_sizes(self) -> list:
@@ -76,17 +80,20 @@ class DistributedDataParallel(Module):
         return [b.nbytes for b in self.reducer.buckets]
 
     def forward(self, *args, **kwargs):
-        if self.broadcast_buffers and self.group.world_size > 1:
+        if self.broadcast_buffers and self.group.world_size > 1 and \
+                self.require_forward_param_sync:
             buffers = list(self.module.buffers())
             if buffers:
                 _broadcast_from_rank0(self.group, buffers)
         out = self.module(*args, **kwargs)
-        if is_grad_enabled() and self.reducer.require_sync:
+        sync = is_grad_enabled() and self.reducer.require_sync
+        if sync:
             unused = _unused_parameters(self.reducer.named_params, out) \
                 if self.find_unused_parameters else None
             self.reducer.prepare(unused)
         elif is_grad_enabled():  # under no_sync(): this graph's backward stays local
             self.reducer.expect_hooks = False
+        self.require_forward_param_sync = sync
         return out
 
     @contextlib.contextmanager
