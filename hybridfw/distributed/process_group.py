@@ -18,6 +18,7 @@ import numpy as np
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
            "get_rank", "get_world_size", "get_backend", "default_group", "ProcessGroup",
+           "ProcessGroupNotInitializedError",
            "DEFAULT_TIMEOUT_S", "COLLECTIVES", "signature", "check_consistent"]
 
 #: PyTorch's default: 30 minutes (override per job with HYBRIDFW_DIST_TIMEOUT, in seconds).
@@ -39,6 +40,11 @@ class ProcessGroup:
     def __repr__(self) -> str:
         return (f"ProcessGroup(backend={self.backend.name!r}, rank={self.rank}, "
                 f"world_size={self.world_size}, timeout={self.timeout:g})")
+
+
+class ProcessGroupNotInitializedError(RuntimeError, ValueError):
+    """A call that needs the default process group came before ``init_process_group``. A
+    RuntimeError, and a ValueError, which PyTorch raises there."""
 
 
 _group: ProcessGroup | None = None
@@ -134,9 +140,10 @@ def destroy_process_group() -> None:
 def default_group(caller: str) -> ProcessGroup:
     """The initialized group, or a clear error naming ``caller``."""
     if _group is None:
-        raise RuntimeError(f"hf.distributed.{caller}: the default process group is not "
-                           f"initialized; call hf.distributed.init_process_group('mpi') first "
-                           f"(and launch with: mpiexec -n 2 python your_script.py)")
+        raise ProcessGroupNotInitializedError(
+            f"hf.distributed.{caller}: the default process group is not initialized; call "
+            f"hf.distributed.init_process_group('mpi') first (and launch with: mpiexec -n 2 "
+            f"python your_script.py)")
     return _group
 
 
