@@ -82,10 +82,20 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._build_shards()
 
     def add_param_group(self, param_group: dict) -> None:
-        if self.pieces is not None:
-            raise RuntimeError("ZeroRedundancyOptimizer: add parameter groups at construction; "
-                               "adding one later would re-partition the sharded state")
+        """Add a parameter group (as PyTorch's ZeroRedundancyOptimizer: after construction it
+        is a collective, call it on every rank). The elements are partitioned anew; the state
+        gathered so far moves to the parameters' new owners."""
+        if self.pieces is None:  # during construction
+            super().add_param_group(param_group)
+            return
+        whole = self._whole_state(None)
         super().add_param_group(param_group)
+        self._build_shards()
+        for p, a, b, shard in self._mine:
+            values = whole.get(id(p))
+            if values is not None:
+                self._local.state[shard] = {name: _cut(value, a, b)
+                                            for name, value in values.items()}
 
     def _class_options(self) -> dict:
         """Every option of ``optimizer_class`` with ``defaults`` applied (a plain optimizer's
@@ -199,36 +209,12 @@ class ZeroRedundancyOptimizer(Optimizer):
                 not 0 <= to < world:
             raise ValueError(f"ZeroRedundancyOptimizer.consolidate_state_dict: to must be a "
                              f"rank in [0, {world}), got {to!r}")
-        specs = self._gather_state_specs()
-        params = [p for g in self.param_groups for p in g["params"]]
-        index = {id(p): i for i, p in enumerate(params)}
-        full: dict = {}
-        requests, keep = [], []
-        for k, (p, a, b, owner) in enumerate(self.pieces):
-            spec = specs.get(k, {})
-            i = index[id(p)]
-            for name in sorted(spec):
-                kind = spec[name]
-                if kind[0] != "tensor":
-                    if rank == to:
-                        full.setdefault(i, {}).setdefault(name, kind[1])
-                    continue
-                if rank == to:
-                    entry = full.setdefault(i, {})
-                    if name not in entry:
-                        entry[name] = zeros(*p.shape, dtype=as_dtype(kind[1]), device=p.device)
-                    buffer = entry[name]._data.reshape(-1)[a:b]
-                else:
-                    buffer = empty(b - a, dtype=as_dtype(kind[1]), device=p.device)._data
-                if owner == rank:
-                    buffer[...] = self._shard_state(k)[name]._data.reshape(-1)
-                requests.extend(self._group.backend.broadcast(buffer, owner))
-                keep.append(buffer)
-        Work("broadcast (ZeroRedundancyOptimizer.consolidate_state_dict)", requests,
-             self._group).wait()
+        by_param = self._whole_state(int(to))
         if rank != to:
             self._consolidated = None
             return
+        params = [p for g in self.param_groups for p in g["params"]]
+        full = {i: by_param[id(p)] for i, p in enumerate(params) if id(p) in by_param}
         groups, start = [], 0
         for g in self.param_groups:
             packed = {k: v for k, v in g.items() if k != "params"}
@@ -237,6 +223,36 @@ class ZeroRedundancyOptimizer(Optimizer):
             groups.append(packed)
         self._consolidated = {"state": {i: full[i] for i in sorted(full)},
                               "param_groups": groups}
+
+    def _whole_state(self, to: int | None) -> dict:
+        """``{id(parameter): {name: whole tensor or number}}``: every rank's shard state put
+        together on rank ``to`` (every rank when None; empty elsewhere). A collective."""
+        rank = self._group.rank
+        keeps = to is None or rank == to
+        specs = self._gather_state_specs()
+        whole: dict = {}
+        requests, buffers = [], []
+        for k, (p, a, b, owner) in enumerate(self.pieces):
+            spec = specs.get(k, {})
+            for name in sorted(spec):
+                kind = spec[name]
+                if kind[0] != "tensor":
+                    if keeps:
+                        whole.setdefault(id(p), {}).setdefault(name, kind[1])
+                    continue
+                if keeps:
+                    entry = whole.setdefault(id(p), {})
+                    if name not in entry:
+                        entry[name] = zeros(*p.shape, dtype=as_dtype(kind[1]), device=p.device)
+                    buffer = entry[name]._data.reshape(-1)[a:b]
+                else:
+                    buffer = empty(b - a, dtype=as_dtype(kind[1]), device=p.device)._data
+                if owner == rank:
+                    buffer[...] = self._shard_state(k)[name]._data.reshape(-1)
+                requests.extend(self._group.backend.broadcast(buffer, owner))
+                buffers.append(buffer)  # alive until the broadcasts complete
+        Work("broadcast (ZeroRedundancyOptimizer state)", requests, self._group).wait()
+        return whole
 
     def _shard_state(self, piece: int) -> dict:
         """The shard optimizer's state of this rank's piece number ``piece`` (of ``pieces``)."""

@@ -358,7 +358,24 @@ def check_zero(rank: int) -> dict:
               "zero_owned": sum(1 for *_, r in zero.pieces if r == rank),
               "zero_mlp_state_bytes": mlp_state_bytes}
     result.update(zero_checkpoints(rank))
+    result["zero_added_group_params"] = zero_add_param_group(rank)
     return result
+
+
+def zero_add_param_group(rank: int) -> list:
+    """ZeRO Adam over the first layer; after two steps the last layer joins as a new group."""
+    model = mlp(seed=0)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = hf.optim.ZeroRedundancyOptimizer(model[0].parameters(), hf.optim.Adam, lr=0.05)
+    x, y = batches(steps=4)
+    for step in range(4):
+        if step == 2:
+            opt.add_param_group({"params": list(model[4].parameters()), "lr": 0.01})
+        opt.zero_grad()
+        F.cross_entropy(ddp(hf.tensor(shard(x[step], rank))),
+                        hf.tensor(shard(y[step], rank))).backward()
+        opt.step()
+    return params_of(model)
 
 
 def state_dict_to_json(state_dict: dict) -> dict:

@@ -296,6 +296,21 @@ def test_zero1_consolidated_state_dict_is_the_plain_optimizers(ranks):
                                                        for p in model.parameters()])
 
 
+def test_zero1_add_param_group_after_construction_equals_plain_adam(ranks):
+    model = W.mlp(seed=0)
+    opt = hf.optim.Adam(model[0].parameters(), lr=0.05)
+    x, y = W.batches(steps=4)
+    for step in range(4):
+        if step == 2:
+            opt.add_param_group({"params": list(model[4].parameters()), "lr": 0.01})
+        opt.zero_grad()
+        F.cross_entropy(model(hf.tensor(x[step])), hf.tensor(y[step])).backward()
+        opt.step()
+    for r in ranks:
+        assert_params_close(r["zero_added_group_params"], [p.detach().numpy()
+                                                           for p in model.parameters()])
+
+
 # ---- DistributedSampler --------------------------------------------------------------------
 def test_distributed_sampler_shards_cover_the_data(ranks):
     for epoch in range(2):
