@@ -21,11 +21,13 @@ Example (each rank runs it)::
 """
 from .collectives import (ReduceOp, all_gather, all_gather_into_tensor, all_reduce, barrier,
                           broadcast, reduce_scatter, reduce_scatter_tensor)
-from .process_group import (ProcessGroup, destroy_process_group, get_backend, get_rank,
-                            get_world_size, init_process_group, is_available, is_initialized)
+from .process_group import (ProcessGroup, ProcessGroupNotInitializedError,
+                            destroy_process_group, get_backend, get_rank, get_world_size,
+                            init_process_group, is_available, is_initialized)
 from .work import DistributedTimeoutError, Work
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
-           "get_rank", "get_world_size", "get_backend", "ProcessGroup", "ReduceOp",
+           "get_rank", "get_world_size", "get_backend", "ProcessGroup",
+           "ProcessGroupNotInitializedError", "ReduceOp",
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "barrier", "Work", "DistributedTimeoutError"]

@@ -36,6 +36,9 @@ class MPIBackend:
         self.rank = self.comm.Get_rank()
         self.world_size = self.comm.Get_size()
         self._ops = {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
+        # MPI's arithmetic ops reject C booleans: a bool sum or max is a logical or (PyTorch's
+        # True + True is True), a min a logical and
+        self._bool_ops = {"sum": MPI.LOR, "max": MPI.LOR, "min": MPI.LAND}
 
     def check_array(self, name: str, arr) -> None:
         if not isinstance(arr, np.ndarray):
@@ -43,9 +46,12 @@ class MPIBackend:
                             f"one is on {type(arr).__module__.split('.')[0]} (use backend "
                             f"'nccl' for CUDA tensors, or .cpu())")
 
+    def _op(self, op: str, dtype):
+        return self._bool_ops[op] if dtype == np.bool_ else self._ops[op]
+
     # ---- collectives: each returns a list of MPI requests ------------------------------------
     def all_reduce(self, arr: np.ndarray, op: str) -> list:
-        return [self.comm.Iallreduce(self.MPI.IN_PLACE, arr, self._ops[op])]
+        return [self.comm.Iallreduce(self.MPI.IN_PLACE, arr, self._op(op, arr.dtype))]
 
     def broadcast(self, arr: np.ndarray, src: int) -> list:
         return [self.comm.Ibcast(arr, root=src)]
@@ -57,13 +63,15 @@ class MPIBackend:
         return [self.comm.Ibcast(out, root=r) for r, out in enumerate(outputs)]
 
     def all_gather_into(self, output: np.ndarray, arr: np.ndarray) -> list:
-        return [self.comm.Iallgather(arr, output)]
+        return [self.comm.Iallgather(_unaliased(arr, output), output)]
 
     def reduce_scatter(self, output: np.ndarray, inputs: list, op: str) -> list:
         # Rank r receives the reduction of everyone's inputs[r]: one reduce per rank, each
-        # reading the caller's own arrays.
-        mpi_op = self._ops[op]
-        return [self.comm.Ireduce(inp, output if r == self.rank else None, op=mpi_op, root=r)
+        # reading the caller's own arrays (a copy of one that overlaps the output, as when the
+        # output is this rank's block of the input: MPI forbids aliased buffers).
+        mpi_op = self._op(op, output.dtype)
+        return [self.comm.Ireduce(_unaliased(inp, output), output if r == self.rank else None,
+                                  op=mpi_op, root=r)
                 for r, inp in enumerate(inputs)]
 
     def barrier(self) -> list:
@@ -80,3 +88,9 @@ class MPIBackend:
 
     def close(self) -> None:
         self.comm.Free()
+
+
+def _unaliased(source: np.ndarray, output: np.ndarray) -> np.ndarray:
+    """``source``, or a copy of it when it overlaps ``output`` (which the collective writes
+    while it still reads ``source``)."""
+    return source.copy() if np.may_share_memory(source, output) else source

@@ -18,6 +18,7 @@ import numpy as np
 
 __all__ = ["init_process_group", "destroy_process_group", "is_initialized", "is_available",
            "get_rank", "get_world_size", "get_backend", "default_group", "ProcessGroup",
+           "ProcessGroupNotInitializedError",
            "DEFAULT_TIMEOUT_S", "COLLECTIVES", "signature", "check_consistent"]
 
 #: PyTorch's default: 30 minutes (override per job with HYBRIDFW_DIST_TIMEOUT, in seconds).
@@ -39,6 +40,11 @@ class ProcessGroup:
     def __repr__(self) -> str:
         return (f"ProcessGroup(backend={self.backend.name!r}, rank={self.rank}, "
                 f"world_size={self.world_size}, timeout={self.timeout:g})")
+
+
+class ProcessGroupNotInitializedError(RuntimeError, ValueError):
+    """A call that needs the default process group came before ``init_process_group``. A
+    RuntimeError, and a ValueError, which PyTorch raises there."""
 
 
 _group: ProcessGroup | None = None
@@ -73,7 +79,8 @@ def _timeout_seconds(timeout) -> float:
     return value
 
 
-def init_process_group(backend: str = "mpi", *, timeout=None,
+def init_process_group(backend: str = "mpi", *, timeout=None, world_size: int = -1,
+                       rank: int = -1, init_method=None,
                        check_consistency: bool = True) -> ProcessGroup:
     """Join the job started by the launcher (``mpiexec -n N python train.py``).
 
@@ -83,6 +90,9 @@ def init_process_group(backend: str = "mpi", *, timeout=None,
     ``HYBRIDFW_DIST_TIMEOUT`` or 30 minutes. ``check_consistency``: before each collective
     called through ``hf.distributed``, the ranks compare shapes and dtypes (one small extra
     all-gather) and raise a clear error on a mismatch instead of corrupting data.
+    ``world_size`` and ``rank`` (PyTorch's arguments; -1: take the launcher's) must agree with
+    the launcher's when given; ``init_method`` is accepted for PyTorch scripts and unused (the
+    launcher connects the processes).
 
     Example (each rank runs it)::
 
@@ -106,6 +116,13 @@ def init_process_group(backend: str = "mpi", *, timeout=None,
     else:
         from .nccl import NCCLBackend
         impl = NCCLBackend()
+    for arg, given, actual in (("world_size", world_size, impl.world_size),
+                               ("rank", rank, impl.rank)):
+        if given is not None and given != -1 and given != actual:
+            impl.close()
+            raise ValueError(f"init_process_group: {arg}={given!r} but the launcher started "
+                             f"this process as rank {impl.rank} of {impl.world_size} (mpiexec "
+                             f"-n N sets both; leave {arg} out)")
     _group = ProcessGroup(impl, seconds, bool(check_consistency))
     _install_abort_on_uncaught_exception()
     return _group
@@ -123,20 +140,21 @@ def destroy_process_group() -> None:
 def default_group(caller: str) -> ProcessGroup:
     """The initialized group, or a clear error naming ``caller``."""
     if _group is None:
-        raise RuntimeError(f"hf.distributed.{caller}: the default process group is not "
-                           f"initialized; call hf.distributed.init_process_group('mpi') first "
-                           f"(and launch with: mpiexec -n 2 python your_script.py)")
+        raise ProcessGroupNotInitializedError(
+            f"hf.distributed.{caller}: the default process group is not initialized; call "
+            f"hf.distributed.init_process_group('mpi') first (and launch with: mpiexec -n 2 "
+            f"python your_script.py)")
     return _group
 
 
-def get_rank() -> int:
-    """This process's rank, 0 .. world_size - 1."""
-    return default_group("get_rank").rank
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank, 0 .. world_size - 1 (in ``group``, default the default group)."""
+    return (group or default_group("get_rank")).rank
 
 
-def get_world_size() -> int:
-    """How many processes take part."""
-    return default_group("get_world_size").world_size
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    """How many processes take part (in ``group``, default the default group)."""
+    return (group or default_group("get_world_size")).world_size
 
 
 def get_backend() -> str:

@@ -11,11 +11,16 @@ updating whole parameters.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
+
+import numpy as np
 
 from ..distributed.process_group import default_group
 from ..distributed.work import Work
+from ..dtypes import as_dtype
 from ..dygraph import Tensor, enable_grad, no_grad
+from ..ops.factories import empty, zeros
 from .optimizer import Optimizer
 
 __all__ = ["ZeroRedundancyOptimizer", "partition_flat"]
@@ -43,10 +48,15 @@ class ZeroRedundancyOptimizer(Optimizer):
     """Wrap ``optimizer_class`` (e.g. ``hf.optim.Adam``) so each rank keeps the state of
     ``1 / world_size`` of the parameters' elements (ZeRO-1).
 
-    ``defaults`` go to ``optimizer_class``; parameter groups work as in any optimizer and their
-    options (``lr`` set by a scheduler) reach the shard optimizer at every step.
-    ``state_dict()`` / ``load_state_dict()`` save and restore this rank's shard (save one file
-    per rank).
+    ``defaults`` go to ``optimizer_class``; parameter groups work as in any optimizer (they
+    carry all of ``optimizer_class``'s options) and their options (``lr`` set by a scheduler)
+    reach the shard optimizer at every step. ``process_group`` is PyTorch's name for ``group``.
+
+    Checkpoints as in PyTorch: :meth:`consolidate_state_dict` (called on every rank) gathers
+    the whole state on one rank, whose ``state_dict()`` then returns it in the format of a
+    plain ``optimizer_class`` (a single-process optimizer can load it, and so can
+    :meth:`load_state_dict` here, on every rank). Without consolidation ``state_dict()``
+    returns this rank's shard, which ``load_state_dict()`` also restores (one file per rank).
 
     Example (``mpiexec -n 2``, after ``init_process_group``)::
 
@@ -58,24 +68,48 @@ class ZeroRedundancyOptimizer(Optimizer):
         >>> opt.state_bytes()   # Adam moments of this rank's half only
     """
 
-    def __init__(self, params: Iterable, optimizer_class: type, group=None, **defaults):
+    def __init__(self, params: Iterable, optimizer_class: type, group=None, *,
+                 process_group=None, **defaults):
         if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
             raise TypeError(f"ZeroRedundancyOptimizer: optimizer_class must be an hf.optim "
                             f"Optimizer class (e.g. hf.optim.Adam), got {optimizer_class!r}")
-        self._group = group or default_group("ZeroRedundancyOptimizer")
+        self._group = group or process_group or default_group("ZeroRedundancyOptimizer")
         self.optimizer_class = optimizer_class
         self._local = None
         self.pieces = None
+        self._consolidated = None
         super().__init__(params, defaults)
         self._build_shards()
 
     def add_param_group(self, param_group: dict) -> None:
-        if self.pieces is not None:
-            raise RuntimeError("ZeroRedundancyOptimizer: add parameter groups at construction; "
-                               "adding one later would re-partition the sharded state")
+        """Add a parameter group (as PyTorch's ZeroRedundancyOptimizer: after construction it
+        is a collective, call it on every rank). The elements are partitioned anew; the state
+        gathered so far moves to the parameters' new owners."""
+        if self.pieces is None:  # during construction
+            super().add_param_group(param_group)
+            return
+        whole = self._whole_state(None)
         super().add_param_group(param_group)
+        self._build_shards()
+        for p, a, b, shard in self._mine:
+            values = whole.get(id(p))
+            if values is not None:
+                self._local.state[shard] = {name: _cut(value, a, b)
+                                            for name, value in values.items()}
+
+    def _class_options(self) -> dict:
+        """Every option of ``optimizer_class`` with ``defaults`` applied (a plain optimizer's
+        parameter group carries them all)."""
+        try:
+            probe = self.optimizer_class([zeros(1, requires_grad=True)], **self.defaults)
+        except Exception:  # noqa: BLE001 - an optimizer that needs more: keep the given ones
+            return {}
+        return {k: v for k, v in probe.param_groups[0].items() if k != "params"}
 
     def _build_shards(self) -> None:
+        for name, value in self._class_options().items():
+            for g in self.param_groups:
+                g.setdefault(name, value)
         params = [p for g in self.param_groups for p in g["params"]]
         for i, p in enumerate(params):
             if not p._data.flags.c_contiguous:
@@ -151,14 +185,193 @@ class ZeroRedundancyOptimizer(Optimizer):
         return loss
 
     def state_dict(self) -> dict:
-        """This rank's shard: the shard optimizer's state dict (save one per rank)."""
+        """On the rank a :meth:`consolidate_state_dict` gathered to, the whole state in a plain
+        ``optimizer_class``'s format (as PyTorch); otherwise this rank's shard: the shard
+        optimizer's state dict (save one per rank)."""
+        if self._consolidated is not None:
+            return self._consolidated
         return self._local.state_dict() if self._local is not None else \
             {"state": {}, "param_groups": []}
 
+    def consolidate_state_dict(self, to: int = 0) -> None:
+        """Gather every rank's shard of the state onto rank ``to`` (a collective: call it on
+        every rank); that rank's :meth:`state_dict` then returns the whole state, numbered and
+        shaped as a plain ``optimizer_class`` over the same parameters would have it.
+
+        Example::
+
+            >>> opt.consolidate_state_dict(to=0)
+            >>> if hf.distributed.get_rank() == 0:
+            ...     hf.save(opt.state_dict(), "optim.pt")
+        """
+        world, rank = self._group.world_size, self._group.rank
+        if isinstance(to, bool) or not isinstance(to, (int, np.integer)) or \
+                not 0 <= to < world:
+            raise ValueError(f"ZeroRedundancyOptimizer.consolidate_state_dict: to must be a "
+                             f"rank in [0, {world}), got {to!r}")
+        by_param = self._whole_state(int(to))
+        if rank != to:
+            self._consolidated = None
+            return
+        params = [p for g in self.param_groups for p in g["params"]]
+        full = {i: by_param[id(p)] for i, p in enumerate(params) if id(p) in by_param}
+        groups, start = [], 0
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["params"] = list(range(start, start + len(g["params"])))
+            start += len(g["params"])
+            groups.append(packed)
+        self._consolidated = {"state": {i: full[i] for i in sorted(full)},
+                              "param_groups": groups}
+
+    def _whole_state(self, to: int | None) -> dict:
+        """``{id(parameter): {name: whole tensor or number}}``: every rank's shard state put
+        together on rank ``to`` (every rank when None; empty elsewhere). A collective."""
+        rank = self._group.rank
+        keeps = to is None or rank == to
+        specs = self._gather_state_specs()
+        whole: dict = {}
+        requests, buffers = [], []
+        for k, (p, a, b, owner) in enumerate(self.pieces):
+            spec = specs.get(k, {})
+            for name in sorted(spec):
+                kind = spec[name]
+                if kind[0] != "tensor":
+                    if keeps:
+                        whole.setdefault(id(p), {}).setdefault(name, kind[1])
+                    continue
+                if keeps:
+                    entry = whole.setdefault(id(p), {})
+                    if name not in entry:
+                        entry[name] = zeros(*p.shape, dtype=as_dtype(kind[1]), device=p.device)
+                    buffer = entry[name]._data.reshape(-1)[a:b]
+                else:
+                    buffer = empty(b - a, dtype=as_dtype(kind[1]), device=p.device)._data
+                if owner == rank:
+                    buffer[...] = self._shard_state(k)[name]._data.reshape(-1)
+                requests.extend(self._group.backend.broadcast(buffer, owner))
+                buffers.append(buffer)  # alive until the broadcasts complete
+        Work("broadcast (ZeroRedundancyOptimizer state)", requests, self._group).wait()
+        return whole
+
+    def _shard_state(self, piece: int) -> dict:
+        """The shard optimizer's state of this rank's piece number ``piece`` (of ``pieces``)."""
+        p, a, b, _ = self.pieces[piece]
+        for q, qa, qb, shard in self._mine:
+            if q is p and qa == a and qb == b:
+                return self._local.state.get(shard, {}) if self._local is not None else {}
+        return {}
+
+    def _gather_state_specs(self) -> dict:
+        """``{piece: {name: ("tensor", dtype) | ("value", value)}}`` over every rank's pieces:
+        what each owner's shard state holds (a small JSON exchange, every rank gets all)."""
+        mine = {}
+        for k, (_, _, _, owner) in enumerate(self.pieces):
+            if owner != self._group.rank:
+                continue
+            spec = {}
+            for name, value in self._shard_state(k).items():
+                if isinstance(value, Tensor) and value.ndim >= 1:
+                    spec[name] = ("tensor", value.dtype.name)
+                elif isinstance(value, Tensor):
+                    spec[name] = ("value", value.item())
+                else:
+                    spec[name] = ("value", value)
+            mine[str(k)] = spec
+        try:
+            text = json.dumps(mine).encode()
+        except TypeError as exc:
+            raise TypeError(f"ZeroRedundancyOptimizer.consolidate_state_dict: the shard state "
+                            f"holds a value that is neither a tensor nor a number ({exc})") \
+                from None
+        backend = self._group.backend
+        lengths, requests = backend.gather_ints(np.array([len(text)], dtype=np.int64))
+        Work("ZeroRedundancyOptimizer.consolidate_state_dict", requests, self._group).wait()
+        padded = np.zeros(int(lengths.max()), dtype=np.int64)
+        padded[:len(text)] = np.frombuffer(text, dtype=np.uint8)
+        table, requests = backend.gather_ints(padded)
+        Work("ZeroRedundancyOptimizer.consolidate_state_dict", requests, self._group).wait()
+        specs = {}
+        for row, n in zip(table, lengths[:, 0]):
+            for k, spec in json.loads(row[:n].astype(np.uint8).tobytes()).items():
+                specs[int(k)] = {name: tuple(kind) for name, kind in spec.items()}
+        return specs
+
+    def _is_whole(self, state_dict: dict) -> bool:
+        """Whether ``state_dict`` numbers every parameter (a consolidated or plain optimizer's
+        state dict) rather than this rank's shards."""
+        groups = state_dict.get("param_groups")
+        if not isinstance(groups, (list, tuple)) or len(groups) != len(self.param_groups) or \
+                any(len(s.get("params", ())) != len(g["params"])
+                    for s, g in zip(groups, self.param_groups)):
+            return False
+        sizes = [p.numel() for g in self.param_groups for p in g["params"]]
+        ids = [i for s in groups for i in s["params"]]
+        for key, values in state_dict.get("state", {}).items():
+            index = int(key) if isinstance(key, str) and key.isdigit() else key
+            if index not in ids:
+                return False
+            size = sizes[ids.index(index)]
+            for value in values.values():
+                shape = getattr(value, "shape", ())
+                if len(shape) >= 1 and int(np.prod(shape)) != size:
+                    return False
+        return True
+
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore what :meth:`state_dict` saved on this rank (same world size and model)."""
+        """Restore a whole state dict (what :meth:`state_dict` returns after
+        :meth:`consolidate_state_dict`, or a plain ``optimizer_class``'s, on every rank: each
+        takes its shard), or what :meth:`state_dict` saved on this rank without consolidation
+        (same world size and model). Group options (``lr``...) come back too."""
+        if not isinstance(state_dict, dict) or "state" not in state_dict or \
+                "param_groups" not in state_dict:
+            raise ValueError("ZeroRedundancyOptimizer.load_state_dict: expected a dict with "
+                             "'state' and 'param_groups' (what state_dict() returns)")
+        self._consolidated = None
+        if self._is_whole(state_dict):
+            for g, saved in zip(self.param_groups, state_dict["param_groups"]):
+                g.update({k: v for k, v in saved.items() if k != "params"})
+            state_dict = self._shard_of(state_dict)
         if self._local is not None:
             self._local.load_state_dict(state_dict)
+            for local, index in zip(self._local.param_groups, self._local_to_global):
+                self.param_groups[index].update({k: v for k, v in local.items()
+                                                 if k != "params"})
         elif state_dict.get("state") or state_dict.get("param_groups"):
             raise ValueError("ZeroRedundancyOptimizer.load_state_dict: this rank owns no "
                              "parameters but the state dict has state; load each rank's own file")
+
+    def _shard_of(self, whole: dict) -> dict:
+        """This rank's shard state dict, cut out of a whole one."""
+        ids = [i for s in whole["param_groups"] for i in s["params"]]
+        params = [p for g in self.param_groups for p in g["params"]]
+        by_param = {}
+        for key, values in whole["state"].items():
+            index = int(key) if isinstance(key, str) and key.isdigit() else key
+            by_param[id(params[ids.index(index)])] = values
+        if self._local is None:
+            return {"state": {}, "param_groups": []}
+        shard_of = {id(shard): (p, a, b) for p, a, b, shard in self._mine}
+        state, groups, n = {}, [], 0
+        for local, index in zip(self._local.param_groups, self._local_to_global):
+            saved = whole["param_groups"][index]
+            packed = {k: v for k, v in saved.items() if k != "params"}
+            packed["params"] = list(range(n, n + len(local["params"])))
+            for shard in local["params"]:
+                p, a, b = shard_of[id(shard)]
+                values = by_param.get(id(p))
+                if values is not None:
+                    state[n] = {name: _cut(value, a, b) for name, value in values.items()}
+                n += 1
+            groups.append(packed)
+        return {"state": state, "param_groups": groups}
+
+
+def _cut(value, start: int, stop: int):
+    """Elements ``start:stop`` of a flattened state tensor (numbers pass through)."""
+    if isinstance(value, Tensor):
+        return value.detach().reshape(-1)[start:stop].clone() if value.ndim >= 1 else value
+    if hasattr(value, "__array__") and not isinstance(value, (int, float, bool)):
+        array = np.asarray(value)
+        return array.reshape(-1)[start:stop].copy() if array.ndim >= 1 else array
+    return value

@@ -87,8 +87,54 @@ def check_collectives(dist, rank: int) -> dict:
     received = hf.empty(2, 4)
     dist.reduce_scatter_tensor(received, hf.tensor(rank_data(rank, (4, 4))), op="max")
     out["reduce_scatter_tensor_max"] = received.tolist()
+    out.update(non_contiguous_collectives(dist, rank))
+    out.update(aliased_and_bool_collectives(dist, rank))
     dist.barrier()
     out["errors"] = collective_errors(dist, rank)
+    return out
+
+
+def non_contiguous_collectives(dist, rank: int) -> dict:
+    """Collectives on transposed and strided views: the results reach the views' bases."""
+    out = {}
+    base = hf.tensor(rank_data(rank, (3, 4)))
+    dist.all_reduce(base.T, op="mean")
+    out["nc_all_reduce_T_mean"] = base.tolist()
+    base = hf.tensor(rank_data(rank, (3, 4)))
+    work = dist.all_reduce(base[:, 1], op="max", async_op=True)
+    work.wait()
+    out["nc_all_reduce_column_max"] = base.tolist()
+    base = hf.tensor(rank_data(rank, (3, 4)))
+    dist.broadcast(base[::2], src=1)
+    out["nc_broadcast_rows"] = base.tolist()
+    bases = [hf.zeros(3, 4) for _ in range(WORLD)]
+    dist.all_gather([b[:, ::2] for b in bases], hf.tensor(rank_data(rank, (3, 4)))[:, 1::2])
+    out["nc_all_gather"] = [b.tolist() for b in bases]
+    base = hf.zeros(2, 3)
+    dist.reduce_scatter(base.T, [hf.tensor(rank_data(rank + 10 * i, (3, 2))) for i in
+                                 range(WORLD)])
+    out["nc_reduce_scatter"] = base.tolist()
+    return out
+
+
+def aliased_and_bool_collectives(dist, rank: int) -> dict:
+    """In-place reduce-scatter and all-gather (the output is this rank's block of the input or
+    the input is its block of the output), and bool all-reduces."""
+    out = {}
+    flat = hf.tensor(rank_data(rank, (WORLD * 4,)))
+    dist.reduce_scatter_tensor(flat[4 * rank:4 * (rank + 1)], flat)
+    out["rs_tensor_in_place"] = flat.tolist()
+    inputs = [hf.tensor(rank_data(rank + 10 * i, (3,))) for i in range(WORLD)]
+    dist.reduce_scatter(inputs[rank], inputs, op="max")
+    out["rs_list_in_place"] = [t.tolist() for t in inputs]
+    flat = hf.zeros(WORLD * 3)
+    flat[3 * rank:3 * (rank + 1)] = hf.tensor(rank_data(rank, (3,)))
+    dist.all_gather_into_tensor(flat, flat[3 * rank:3 * (rank + 1)])
+    out["ag_tensor_in_place"] = flat.tolist()
+    for op in ("sum", "max", "min"):
+        t = hf.tensor(rank_data(rank, (6,)) > 0)
+        dist.all_reduce(t, op=op)
+        out[f"bool_{op}"] = t.tolist()
     return out
 
 
@@ -98,9 +144,13 @@ def collective_errors(dist, rank: int) -> dict:
         "shape": lambda: dist.all_reduce(hf.ones(2 + rank)),
         "dtype": lambda: dist.all_reduce(hf.ones(2, dtype=hf.float64 if rank else hf.float32)),
         "int_mean": lambda: dist.all_reduce(hf.ones(2, dtype=hf.int64), op="mean"),
-        "non_contiguous": lambda: dist.all_reduce(hf.ones(3, 4).T),
+        "read_only": lambda: dist.all_reduce(hf.ones(1, 4).expand(3, 4)),
         "bad_op": lambda: dist.all_reduce(hf.ones(2), op="prod"),
         "bad_src": lambda: dist.broadcast(hf.ones(2), src=5),
+        "rs_shape": lambda: dist.reduce_scatter(hf.empty(2), [hf.ones(3)] * WORLD),
+        "rs_dtype": lambda: dist.reduce_scatter(hf.empty(2), [hf.ones(2, dtype=hf.float64)] *
+                                                WORLD),
+        "gather_length": lambda: dist.all_gather([hf.empty(2)], hf.ones(2)),
     }
     for name, call in cases.items():
         try:
@@ -136,6 +186,65 @@ def check_ddp(rank: int) -> dict:
     out["no_sync_params"] = params_of(train_no_sync(rank))
     out["events"] = overlap_events(rank)
     out["unused"] = unused_parameters(rank)
+    out["forward_decides"] = forward_decides_sync(rank)
+    out["buffer_sync"] = buffer_sync(rank)
+    return out
+
+
+#: The forwards of buffer_sync: (grad mode on, under no_sync, batch offset per rank)
+BUFFER_FORWARDS = [(True, False, lambda r: r), (False, False, lambda r: 10 * r),
+                   (True, False, lambda r: r), (True, False, lambda r: r),
+                   (True, True, lambda r: 5 + r), (True, False, lambda r: r)]
+
+
+def buffer_batch(offset: float) -> np.ndarray:
+    return (np.full((4, 2), offset) + np.arange(4.0)[:, None]).astype(np.float32)
+
+
+def buffer_sync(rank: int) -> list:
+    """BatchNorm running means after each forward of BUFFER_FORWARDS."""
+    bn = nn.BatchNorm1d(2)
+    ddp = nn.parallel.DistributedDataParallel(nn.Sequential(bn))
+    means = []
+    for grad, no_sync, offset in BUFFER_FORWARDS:
+        with hf.enable_grad() if grad else hf.no_grad():
+            if no_sync:
+                with ddp.no_sync():
+                    ddp(hf.tensor(buffer_batch(offset(rank))))
+            else:
+                ddp(hf.tensor(buffer_batch(offset(rank))))
+        means.append(bn.running_mean.tolist())
+    return means
+
+
+def forward_decides_sync(rank: int) -> dict:
+    """d sum(x @ w.T) / dw = x = rank + 1 on each rank: which backward passes average it."""
+    hf.manual_seed(0)
+    lin = nn.Linear(2, 1, bias=False)
+    ddp = nn.parallel.DistributedDataParallel(lin)
+    x = hf.ones(1, 2) * (rank + 1)
+    out = {}
+    with ddp.no_sync():
+        y = ddp(x)
+    y.sum().backward()  # the forward ran inside no_sync: local
+    out["forward_in_no_sync"] = lin.weight.grad.tolist()
+    lin.weight.grad = None
+    y = ddp(x)
+    with ddp.no_sync():
+        y.sum().backward()  # the forward ran outside: averaged
+    out["backward_in_no_sync"] = lin.weight.grad.tolist()
+    lin.weight.grad = None
+    if rank == 0:  # the wrapped module called directly on one rank: no communication
+        lin(x).sum().backward()
+    out["direct"] = None if lin.weight.grad is None else lin.weight.grad.tolist()
+    lin.weight.grad = None
+    ddp(x).sum().backward()
+    out["after"] = lin.weight.grad.tolist()
+    lin.weight.grad = None
+    ddp(x)  # a forward nobody differentiates, then one under no_sync: local
+    with ddp.no_sync():
+        ddp(x).sum().backward()
+    out["after_unused_forward"] = lin.weight.grad.tolist()
     return out
 
 
@@ -188,9 +297,12 @@ def unused_parameters(rank: int) -> dict:
             self.body = nn.Linear(4, 4)
             self.head = nn.Linear(4, 2)
             self.spare = nn.Linear(4, 2)
+            self.rank1_only = nn.Linear(4, 2)
+            self.use_rank1_only = False
 
         def forward(self, x):
-            return self.head(self.body(x))
+            out = self.head(self.body(x))
+            return out + self.rank1_only(x) if self.use_rank1_only else out
 
     hf.manual_seed(0)
     x = hf.tensor(rank_data(rank, (3, 4)))
@@ -204,9 +316,23 @@ def unused_parameters(rank: int) -> dict:
     model = TwoHeads()
     ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
     ddp(x).sum().backward()
-    return {"error": error, "head_bias_grad": model.head.bias.grad.tolist(),
-            "spare_grad": None if model.spare.weight.grad is None else
-            model.spare.weight.grad.tolist()}
+    result = {"error": error, "head_bias_grad": model.head.bias.grad.tolist(),
+              "spare_grad": None if model.spare.weight.grad is None else
+              model.spare.weight.grad.tolist()}
+    # rank1_only is used on rank 1 only, twice without zero_grad: rank 0 contributes the
+    # gradient it holds from the first pass (PyTorch), not zeros
+    hf.manual_seed(0)
+    model = TwoHeads()
+    model.use_rank1_only = rank == 1
+    ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+    passes = []
+    for _ in range(2):
+        ddp(x).sum().backward()
+        passes.append([model.rank1_only.bias.grad.tolist(), model.head.bias.grad.tolist(),
+                       None if model.spare.bias.grad is None else
+                       model.spare.bias.grad.tolist()])
+    result["rank1_only_passes"] = passes
+    return result
 
 
 def check_zero(rank: int) -> dict:
@@ -227,10 +353,72 @@ def check_zero(rank: int) -> dict:
     before = hf.memory.allocated()
     zero.step()
     grew = hf.memory.allocated() - before
-    return {"zero_params": params_of(model), "zero_state_bytes": zero.state_bytes(),
-            "zero_memory_growth": grew,
-            "zero_owned": sum(1 for *_, r in zero.pieces if r == rank),
-            "zero_mlp_state_bytes": mlp_state_bytes}
+    result = {"zero_params": params_of(model), "zero_state_bytes": zero.state_bytes(),
+              "zero_memory_growth": grew,
+              "zero_owned": sum(1 for *_, r in zero.pieces if r == rank),
+              "zero_mlp_state_bytes": mlp_state_bytes}
+    result.update(zero_checkpoints(rank))
+    result["zero_added_group_params"] = zero_add_param_group(rank)
+    return result
+
+
+def zero_add_param_group(rank: int) -> list:
+    """ZeRO Adam over the first layer; after two steps the last layer joins as a new group."""
+    model = mlp(seed=0)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = hf.optim.ZeroRedundancyOptimizer(model[0].parameters(), hf.optim.Adam, lr=0.05)
+    x, y = batches(steps=4)
+    for step in range(4):
+        if step == 2:
+            opt.add_param_group({"params": list(model[4].parameters()), "lr": 0.01})
+        opt.zero_grad()
+        F.cross_entropy(ddp(hf.tensor(shard(x[step], rank))),
+                        hf.tensor(shard(y[step], rank))).backward()
+        opt.step()
+    return params_of(model)
+
+
+def state_dict_to_json(state_dict: dict) -> dict:
+    return {"state": {str(i): {k: (v.tolist() if isinstance(v, hf.Tensor) else v)
+                               for k, v in s.items()} for i, s in state_dict["state"].items()},
+            "param_groups": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in g.items()}
+                             for g in state_dict["param_groups"]]}
+
+
+def zero_checkpoints(rank: int) -> dict:
+    """ZeRO with SGD momentum: the state consolidated on rank 1 after two steps, then a fresh
+    ZeRO that loads a plain SGD's whole state dict (the test's reference) and trains on."""
+    model = mlp(seed=0)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = hf.optim.ZeroRedundancyOptimizer(ddp.parameters(), hf.optim.SGD, lr=0.1,
+                                           momentum=0.9)
+    x, y = batches()
+    for step in range(2):
+        opt.zero_grad()
+        F.cross_entropy(ddp(hf.tensor(shard(x[step], rank))),
+                        hf.tensor(shard(y[step], rank))).backward()
+        opt.step()
+    opt.consolidate_state_dict(to=1)
+    out = {"zero_consolidated": state_dict_to_json(opt.state_dict()) if rank == 1 else None}
+    reference = mlp(seed=0)
+    plain = hf.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(2):
+        plain.zero_grad()
+        F.cross_entropy(reference(hf.tensor(x[step])), hf.tensor(y[step])).backward()
+        plain.step()
+    resumed = mlp(seed=5)
+    with hf.no_grad():
+        for p, q in zip(resumed.parameters(), reference.parameters()):
+            p.copy_(q)
+    ddp = nn.parallel.DistributedDataParallel(resumed)
+    opt = hf.optim.ZeroRedundancyOptimizer(ddp.parameters(), hf.optim.SGD, lr=7.0)
+    opt.load_state_dict(plain.state_dict())
+    out["zero_loaded_lr"] = opt.param_groups[0]["lr"]
+    opt.zero_grad()
+    F.cross_entropy(ddp(hf.tensor(shard(x[2], rank))), hf.tensor(shard(y[2], rank))).backward()
+    opt.step()
+    out["zero_resumed_params"] = params_of(resumed)
+    return out
 
 
 def check_sampler(rank: int) -> dict:
@@ -253,9 +441,16 @@ def write_atomic(path: str, data: dict) -> None:
 
 def run_checks(out_dir: str) -> None:
     dist = hf.distributed
-    dist.init_process_group("mpi", timeout=60)
+    try:
+        dist.init_process_group("mpi", timeout=60, world_size=WORLD + 1)
+        wrong_size = None
+    except ValueError as exc:
+        wrong_size = [str(exc), dist.is_initialized()]
+    group = dist.init_process_group("mpi", timeout=60, world_size=WORLD,
+                                    init_method="env://")
     rank = dist.get_rank()
-    result = {"rank": rank, "world_size": dist.get_world_size()}
+    result = {"rank": rank, "world_size": dist.get_world_size(), "wrong_size": wrong_size,
+              "of_group": [dist.get_rank(group), dist.get_world_size(group)]}
     result.update(check_collectives(dist, rank))
     for check in (check_ddp, check_zero, check_sampler):
         result.update(check(rank))

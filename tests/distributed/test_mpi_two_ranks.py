@@ -28,6 +28,15 @@ def ranks(tmp_path_factory):
     return results
 
 
+def test_init_takes_pytorchs_world_size_and_rank_arguments(ranks):
+    for rank, r in enumerate(ranks):
+        message, initialized = r["wrong_size"]
+        assert "world_size=3 but the launcher started this process as rank" in message
+        assert f"rank {rank} of 2" in message
+        assert initialized is False
+        assert r["of_group"] == [rank, 2]
+
+
 def contributions(shape=(3, 4)) -> np.ndarray:
     return np.stack([W.rank_data(r, shape) for r in range(W.WORLD)])
 
@@ -57,6 +66,43 @@ def test_async_broadcast_gather_scatter_match_numpy(ranks):
         np.testing.assert_array_equal(r["reduce_scatter_tensor_max"], blocks[rank])
 
 
+def test_collectives_on_non_contiguous_views_write_through_to_their_bases(ranks):
+    data = contributions()
+    for rank, r in enumerate(ranks):
+        np.testing.assert_allclose(r["nc_all_reduce_T_mean"], data.mean(0), rtol=1e-6)
+        expected = data[rank].copy()
+        expected[:, 1] = data[:, :, 1].max(0)  # only the column changes
+        np.testing.assert_array_equal(r["nc_all_reduce_column_max"], expected)
+        expected = data[rank].copy()
+        expected[::2] = data[1][::2]
+        np.testing.assert_array_equal(r["nc_broadcast_rows"], expected)
+        for src, got in enumerate(r["nc_all_gather"]):
+            expected = np.zeros((3, 4), np.float32)
+            expected[:, ::2] = data[src][:, 1::2]
+            np.testing.assert_array_equal(got, expected)
+        # rank k's (2, 3) base receives the transpose of the sum of everyone's input_list[k]
+        total = sum(W.rank_data(j + 10 * rank, (3, 2)) for j in range(W.WORLD))
+        np.testing.assert_allclose(r["nc_reduce_scatter"], total.T, rtol=1e-6)
+
+
+def test_in_place_reduce_scatter_and_all_gather_and_bool_all_reduce(ranks):
+    flats = np.stack([W.rank_data(r, (W.WORLD * 4,)) for r in range(W.WORLD)])
+    bools = np.stack([W.rank_data(r, (6,)) > 0 for r in range(W.WORLD)])
+    for rank, r in enumerate(ranks):
+        expected = flats[rank].copy()
+        expected[4 * rank:4 * (rank + 1)] = flats[:, 4 * rank:4 * (rank + 1)].sum(0)
+        np.testing.assert_allclose(r["rs_tensor_in_place"], expected, rtol=1e-6)
+        for i, got in enumerate(r["rs_list_in_place"]):
+            want = np.max([W.rank_data(j + 10 * rank, (3,)) for j in range(W.WORLD)], 0) \
+                if i == rank else W.rank_data(rank + 10 * i, (3,))
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(r["ag_tensor_in_place"], np.concatenate(
+            [W.rank_data(j, (3,)) for j in range(W.WORLD)]))
+        np.testing.assert_array_equal(r["bool_sum"], bools.any(0))  # True + True is True
+        np.testing.assert_array_equal(r["bool_max"], bools.any(0))
+        np.testing.assert_array_equal(r["bool_min"], bools.all(0))
+
+
 def test_collective_errors_are_clear_on_every_rank(ranks):
     for r in ranks:
         e = r["errors"]
@@ -65,9 +111,16 @@ def test_collective_errors_are_clear_on_every_rank(ranks):
         assert "rank 1: all_reduce of float32 (3,)" in e["shape"][1]
         assert e["dtype"][0] == "TypeError" and "float64 (2,)" in e["dtype"][1]
         assert e["int_mean"][0] == "TypeError" and "int64" in e["int_mean"][1]
-        assert e["non_contiguous"][0] == "ValueError" and "contiguous" in e["non_contiguous"][1]
+        assert e["read_only"][0] == "ValueError" and "read-only" in e["read_only"][1]
         assert e["bad_op"][0] == "ValueError" and "'prod'" in e["bad_op"][1]
         assert e["bad_src"][0] == "ValueError" and "got 5" in e["bad_src"][1]
+        assert e["rs_shape"] == ["ValueError", "hf.distributed.reduce_scatter: input_list[0] "
+                                 "has shape (3,), the output (2,); they must match"]
+        assert e["rs_dtype"][0] == "TypeError"
+        assert "input_list[0] has dtype hybridfw.float64, the output hybridfw.float32" in \
+            e["rs_dtype"][1]
+        assert e["gather_length"] == ["ValueError", "hf.distributed.all_gather: tensor_list "
+                                      "must be a list of world_size=2 tensors, got 1"]
 
 
 # ---- DistributedDataParallel ---------------------------------------------------------------
@@ -119,6 +172,33 @@ def test_no_sync_accumulates_then_averages(ranks):
         assert_params_close(r["no_sync_params"], expected)
 
 
+def test_the_forward_decides_whether_backward_synchronizes(ranks):
+    mean = sum(r + 1.0 for r in range(W.WORLD)) / W.WORLD  # each rank's gradient is rank + 1
+    for rank, r in enumerate(ranks):
+        f = r["forward_decides"]
+        assert f["forward_in_no_sync"] == [[rank + 1.0] * 2]
+        assert f["backward_in_no_sync"] == [[mean] * 2]
+        assert f["direct"] == ([[1.0, 1.0]] if rank == 0 else None)
+        assert f["after"] == [[mean] * 2]
+        assert f["after_unused_forward"] == [[rank + 1.0] * 2]
+
+
+def test_buffers_are_broadcast_before_forwards_as_pytorch_does(ranks):
+    # PyTorch broadcasts rank 0's buffers before the first forward and after each forward
+    # that synchronizes its backward (grad mode on, outside no_sync), then each rank updates
+    # its running mean with its own batch: m <- 0.9 m + 0.1 * batch mean
+    means = np.zeros((W.WORLD, 2))
+    broadcast = True
+    for step, (grad, no_sync, offset) in enumerate(W.BUFFER_FORWARDS):
+        if broadcast:
+            means[:] = means[0]
+        for r in range(W.WORLD):
+            means[r] = 0.9 * means[r] + 0.1 * W.buffer_batch(offset(r)).mean(0)
+        broadcast = grad and not no_sync
+        for r in range(W.WORLD):
+            np.testing.assert_allclose(ranks[r]["buffer_sync"][step], means[r], rtol=1e-5)
+
+
 def test_bucket_all_reduce_starts_before_backward_ends(ranks):
     for r in ranks:
         events = r["events"]
@@ -139,7 +219,12 @@ def test_unused_parameters_are_named_or_tolerated(ranks):
         assert "find_unused_parameters=True" in u["error"]
         assert "head" not in u["error"].split("pass")[0]
         assert u["head_bias_grad"] == [3.0, 3.0]  # d sum / d bias = 3 rows on each rank
-        assert u["spare_grad"] == [[0.0] * 4] * 2
+        assert u["spare_grad"] is None  # no rank used it: .grad untouched, as PyTorch
+        # d sum / d rank1_only.bias = 3 rows on rank 1, nothing on rank 0: mean 1.5; the
+        # second pass (no zero_grad) adds 3 on rank 1 to the 1.5 both hold: (1.5 + 4.5) / 2
+        first, second = u["rank1_only_passes"]
+        assert first == [[1.5, 1.5], [3.0, 3.0], None]
+        assert second == [[3.0, 3.0], [6.0, 6.0], None]
 
 
 # ---- ZeRO-1 --------------------------------------------------------------------------------
@@ -180,6 +265,50 @@ def test_zero1_state_per_rank_is_half_of_adams(ranks):
         assert r["zero_state_bytes"] == full_state // W.WORLD
         # hf.memory sees the same saving: the first step grows by half the state less
         assert r["zero_memory_growth"] == full_growth - full_state // W.WORLD
+
+
+def test_zero1_consolidated_state_dict_is_the_plain_optimizers(ranks):
+    model = W.mlp(seed=0)
+    opt = hf.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, y = W.batches()
+    for step in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(hf.tensor(x[step])), hf.tensor(y[step])).backward()
+        opt.step()
+    expected = opt.state_dict()
+    assert ranks[0]["zero_consolidated"] is None
+    got = ranks[1]["zero_consolidated"]
+    assert len(got["param_groups"]) == 1
+    assert got["param_groups"][0] == {k: (list(v) if isinstance(v, tuple) else v)
+                                      for k, v in expected["param_groups"][0].items()}
+    assert sorted(got["state"]) == sorted(str(i) for i in expected["state"])
+    for i, s in expected["state"].items():
+        assert set(got["state"][str(i)]) == {"momentum_buffer"}
+        np.testing.assert_allclose(got["state"][str(i)]["momentum_buffer"],
+                                   s["momentum_buffer"].numpy(), rtol=1e-5, atol=1e-7)
+    # a fresh ZeRO (lr=7) that loads the plain state dict resumes as plain SGD does
+    opt.zero_grad()
+    F.cross_entropy(model(hf.tensor(x[2])), hf.tensor(y[2])).backward()
+    opt.step()
+    for r in ranks:
+        assert r["zero_loaded_lr"] == 0.1
+        assert_params_close(r["zero_resumed_params"], [p.detach().numpy()
+                                                       for p in model.parameters()])
+
+
+def test_zero1_add_param_group_after_construction_equals_plain_adam(ranks):
+    model = W.mlp(seed=0)
+    opt = hf.optim.Adam(model[0].parameters(), lr=0.05)
+    x, y = W.batches(steps=4)
+    for step in range(4):
+        if step == 2:
+            opt.add_param_group({"params": list(model[4].parameters()), "lr": 0.01})
+        opt.zero_grad()
+        F.cross_entropy(model(hf.tensor(x[step])), hf.tensor(y[step])).backward()
+        opt.step()
+    for r in ranks:
+        assert_params_close(r["zero_added_group_params"], [p.detach().numpy()
+                                                           for p in model.parameters()])
 
 
 # ---- DistributedSampler --------------------------------------------------------------------

@@ -31,6 +31,8 @@ def test_calls_before_init_name_the_fix(call):
     with pytest.raises(RuntimeError, match=r"not initialized; call "
                                            r"hf.distributed.init_process_group\('mpi'\)"):
         call()
+    with pytest.raises(ValueError):  # what PyTorch raises there
+        call()
 
 
 def test_init_rejects_bad_arguments_before_touching_mpi():

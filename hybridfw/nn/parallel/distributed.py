@@ -36,14 +36,19 @@ class DistributedDataParallel(Module):
     been accumulated, overlapping communication with the rest of backward, and the gradients
     end up averaged over the ranks. ``no_sync()`` skips the all-reduce (gradient
     accumulation); a parameter that received no gradient is an error naming it, unless
-    ``find_unused_parameters=True`` (then such parameters count as zero gradients). Works on
+    ``find_unused_parameters=True``: then, as in PyTorch, a parameter a rank did not use
+    contributes the ``.grad`` it holds (zeros when it has none) to the average, and one no
+    rank used keeps its ``.grad`` untouched (``None`` stays ``None``). Works on
     eager modules and on ``hf.jit.to_static`` modules alike. ``broadcast_buffers``: rank 0's
-    buffers (BatchNorm statistics) are sent to all ranks before each forward.
+    buffers (BatchNorm statistics) are sent to all ranks before a forward, as in PyTorch
+    before the first one and after a forward that synchronizes its backward (grad mode on,
+    outside ``no_sync()``); not after one under ``no_grad`` or ``no_sync()``.
+    ``process_group`` is PyTorch's name for ``group``.
     """
 
     def __init__(self, module: Module, bucket_cap_mb: float = 25,
                  find_unused_parameters: bool = False, broadcast_buffers: bool = True,
-                 group=None):
+                 group=None, *, process_group=None):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an hf.nn.Module, got "
@@ -52,7 +57,7 @@ class DistributedDataParallel(Module):
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be > 0, got "
                              f"{bucket_cap_mb!r}")
         self.module = module
-        group = group or default_group("DistributedDataParallel")
+        group = group or process_group or default_group("DistributedDataParallel")
         object.__setattr__(self, "group", group)
         self.find_unused_parameters = bool(find_unused_parameters)
         self.broadcast_buffers = bool(broadcast_buffers)
@@ -66,6 +71,8 @@ class DistributedDataParallel(Module):
                               [b for b in module.buffers()])
         reducer = Reducer(named, group, int(bucket_cap_mb * 2**20), find_unused_parameters)
         object.__setattr__(self, "reducer", reducer)
+        #: PyTorch's flag: whether the next forward broadcasts the buffers
+        self.require_forward_param_sync = True
 
     @property
     def bucket_sizes(self) -> list:
@@ -73,21 +80,28 @@ class DistributedDataParallel(Module):
         return [b.nbytes for b in self.reducer.buckets]
 
     def forward(self, *args, **kwargs):
-        if self.broadcast_buffers and self.group.world_size > 1:
+        if self.broadcast_buffers and self.group.world_size > 1 and \
+                self.require_forward_param_sync:
             buffers = list(self.module.buffers())
             if buffers:
                 _broadcast_from_rank0(self.group, buffers)
         out = self.module(*args, **kwargs)
-        if is_grad_enabled() and self.reducer.require_sync:
+        sync = is_grad_enabled() and self.reducer.require_sync
+        if sync:
             unused = _unused_parameters(self.reducer.named_params, out) \
                 if self.find_unused_parameters else None
             self.reducer.prepare(unused)
+        elif is_grad_enabled():  # under no_sync(): this graph's backward stays local
+            self.reducer.expect_hooks = False
+        self.require_forward_param_sync = sync
         return out
 
     @contextlib.contextmanager
     def no_sync(self):
         """Inside, backward accumulates gradients locally without all-reducing them; the first
-        backward after it averages the accumulated sums.
+        backward after it averages the accumulated sums. As in PyTorch the forward decides: a
+        forward run inside the context does not synchronize its backward (wherever that
+        runs), one run outside does.
 
         Example::
 

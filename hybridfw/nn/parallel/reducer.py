@@ -15,7 +15,8 @@ from __future__ import annotations
 from ...distributed.work import Work
 from ...dygraph import Tensor, no_grad
 from ...dygraph.autograd import queue_callback
-from ...ops.factories import zeros
+from ...dtypes import int64
+from ...ops.factories import ones, zeros
 
 __all__ = ["Bucket", "Reducer", "assign_buckets"]
 
@@ -91,31 +92,42 @@ class Reducer:
         self.handles = [p.register_post_accumulate_grad_hook(self._on_grad_ready)
                         for _, p in named_params]
         self.require_sync = True
+        #: set by a forward of the DDP module that will synchronize (grad mode on, outside
+        #: no_sync()), cleared when its backward finishes: as in PyTorch, the forward decides,
+        #: and a backward through the wrapped module called directly communicates nothing
+        self.expect_hooks = False
         self.active = False
         self.next_bucket = 0
         self.ready = set()
+        self.unused = []
+        #: ids of parameters that received a gradient under no_sync() since the last
+        #: synchronized pass (with find_unused_parameters they count as locally used)
+        self.used_unsynced = set()
 
     # ---- one backward pass ------------------------------------------------------------------
     def prepare(self, unused: list | None = None) -> None:
         """Start a pass (DDP's forward): nothing is ready; ``unused`` params (found from the
-        graph with find_unused_parameters) count as ready with a zero gradient."""
+        graph with find_unused_parameters) are marked ready when backward starts, as PyTorch
+        does: each contributes its current ``.grad`` (accumulated earlier, e.g. under
+        no_sync) or zeros when it has none."""
         self.active = False
+        self.expect_hooks = True
         self.next_bucket = 0
         self.ready = set()
+        self.unused = list(unused or ())
         for bucket in self.buckets:
             bucket.pending = len(bucket.params)
             bucket.work = None
-        for p in unused or ():
-            bucket, pos = self.slot[id(p)]
-            bucket.views[pos]._data.fill(0)
-            self._mark_ready(p, bucket)
 
     def _on_grad_ready(self, param: Tensor) -> None:
-        if not self.require_sync:
+        if not self.expect_hooks:
+            if self.find_unused:
+                self.used_unsynced.add(id(param))
             return
         if not self.active:
             self.active = True
             queue_callback(self._finish_pass)
+            self._mark_unused_ready()
         bucket, pos = self.slot[id(param)]
         if id(param) in self.ready:
             raise RuntimeError(
@@ -130,6 +142,32 @@ class Reducer:
         for b in self.buckets[:self.next_bucket]:  # MPI progresses only inside MPI calls
             if b.work is not None and not b.work.done:
                 b.work.is_completed()
+
+    def _mark_unused_ready(self) -> None:
+        for p in self.unused:
+            bucket, pos = self.slot[id(p)]
+            dest = bucket.views[pos]._data
+            if p.grad is None:
+                dest.fill(0)
+            elif p.grad._data is not dest:
+                dest[...] = p.grad._data
+            self._mark_ready(p, bucket)
+
+    def _globally_unused(self) -> set:
+        """ids of the parameters no rank used since the last synchronized pass (one small
+        all-reduce of the ranks' usage; find_unused_parameters only). PyTorch leaves their
+        ``.grad`` untouched."""
+        if not self.find_unused:
+            return set()
+        unused = {id(p) for p in self.unused} - self.used_unsynced
+        self.used_unsynced = set()
+        used = ones(len(self.named_params), dtype=int64, device=self.buckets[0].flat.device)
+        for i, (_, p) in enumerate(self.named_params):
+            if id(p) in unused:
+                used._data[i] = 0
+        Work("all_reduce (DistributedDataParallel used parameters)",
+             self.group.backend.all_reduce(used._data, "sum"), self.group).wait()
+        return {id(p) for (_, p), n in zip(self.named_params, used.tolist()) if n == 0}
 
     def _mark_ready(self, param: Tensor, bucket: Bucket) -> None:
         self.ready.add(id(param))
@@ -147,6 +185,7 @@ class Reducer:
 
     def _finish_pass(self) -> None:
         self.active = False
+        self.expect_hooks = False
         launched = self.buckets[:self.next_bucket]
         for bucket in launched:
             bucket.work.wait()
@@ -159,10 +198,14 @@ class Reducer:
                 f"backward pass: {', '.join(missing)}. Every parameter must take part in the "
                 f"loss; pass find_unused_parameters=True when some do not (or set "
                 f"requires_grad_(False) on frozen ones before wrapping the module)")
+        skip = self._globally_unused()
+        self.unused = []
         scale = 1.0 / self.group.world_size
         for bucket in launched:
             bucket.flat._data *= scale
             bucket.flat._storage.version += 1
             for p, view in zip(bucket.params, bucket.views):
+                if id(p) in skip:  # no rank used it: .grad stays as it was (None stays None)
+                    continue
                 if p.grad is None or p.grad._data is not view._data:
                     p.grad = view.detach()
