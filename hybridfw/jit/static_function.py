@@ -326,7 +326,9 @@ class ConcreteProgram:
             compiled, fed = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
                                                   fetch)
         if compiled.runs < 0 or self.executor.backend == "interpreted":
-            plans[id(program)] = (key, compiled.function)
+            # (a donated program's plan is called (list, storage): through the CompiledProgram,
+            # which also calls a plan made before the program was marked donated)
+            plans[id(program)] = (key, compiled if program.donated else compiled.function)
         else:  # the slot only ever holds the plan of this program's last signature
             plans.pop(id(program), None)
         return compiled(fed, storage)
