@@ -60,14 +60,18 @@ def _rule(g, out, state, *metas, input_index):
                                "finish; call the converted function again")
         seeds = entry.split_gradient(g._data)
         arrays = list(state.saved) + seeds
-        storage = None
-        if not BackwardPass.retain_graph:
+        handed = not BackwardPass.retain_graph
+        if handed:
             # the engine frees this state after the node runs: hand the saved values over
-            # instead, so that the backward program drops each after its last use (and stops
-            # counting it), as eager autograd frees them node by node
+            # instead, so that the backward program drops each after its last use, as eager
+            # autograd frees them node by node
             state.saved = None
-            storage = state.storages[0] if entry._saved_own else None
-        state.grads = entry.run_backward(arrays, storage)
+        state.grads = entry.run_backward(arrays)
+        if handed and entry._saved_own:
+            # ... and stop counting them: all are gone once the plan returned (no Storage is
+            # made while it runs, so hf.memory's peak is the same as if each had been
+            # uncounted when dropped)
+            del state.storages[0]
         state.grad_key = g
     grad = state.grads[input_index - 1]
     if grad is None or (state.unused is not None and state.unused[input_index - 1]):

@@ -302,7 +302,7 @@ class ConcreteProgram:
             xp.copyto(t._data, value, casting="unsafe")  # (a lower category: cast as eager)
             t._storage.version += 1
 
-    def _run(self, program, arrays, fetch, same_signature=False, storage=None):
+    def _run(self, program, arrays, fetch, same_signature=False):
         # fast path: the plan of this program's last run, when it no longer changes (tiering
         # done, or interpreted only) and the arrays have that run's shapes and dtypes (checked
         # here, or known by the caller: ``same_signature``, the to_static call's fast key equal
@@ -313,7 +313,7 @@ class ConcreteProgram:
         if program.donated:  # (the backward: its plan takes the arrays in a list it empties)
             key = tuple([(a.shape, a.dtype) for a in arrays])
             if last is not None and last[0] == key:
-                return last[1](arrays, storage)
+                return last[1](arrays)
             compiled, fed = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
                                                   fetch)
             arrays.clear()  # (fed holds them now)
@@ -326,12 +326,12 @@ class ConcreteProgram:
             compiled, fed = self.executor._lookup(program, dict(zip(program.feeds, arrays)),
                                                   fetch)
         if compiled.runs < 0 or self.executor.backend == "interpreted":
-            # (a donated program's plan is called (list, storage): through the CompiledProgram,
+            # (a donated program's plan is called with the list: through the CompiledProgram,
             # which also calls a plan made before the program was marked donated)
             plans[id(program)] = (key, compiled if program.donated else compiled.function)
         else:  # the slot only ever holds the plan of this program's last signature
             plans.pop(id(program), None)
-        return compiled(fed, storage)
+        return compiled(fed)
 
     def _set_hot(self) -> None:
         """After a run without backward: the plan this run used, when it no longer changes
@@ -382,12 +382,11 @@ class ConcreteProgram:
                               if kind == "input" or (kind == "output" and not packed)]
         return plan
 
-    def run_backward(self, arrays, storage=None):
+    def run_backward(self, arrays):
         """The input gradients from ``arrays`` (the saved values, then the seeds), a list the
-        backward plan empties: the donated saved values it holds only there are dropped after
-        their last use, and stop being counted in ``storage`` (None: counted elsewhere)."""
-        results = self._run(self.backward_program, arrays, self.grad_names_fetch,
-                            storage=storage)
+        backward plan empties: the donated saved values nothing else holds are dropped after
+        their last use."""
+        results = self._run(self.backward_program, arrays, self.grad_names_fetch)
         it = iter(results)
         return [None if n is None else next(it) for n in self.grad_names]
 

@@ -326,8 +326,7 @@ def runtime_helpers(xp, arena) -> dict:
     """Functions generated code calls: ``_fix`` (a fresh kernel result as an array of the given
     dtype that does not alias the arena), ``_as_array`` (numpy scalars from indexing become 0-d
     arrays), ``_own`` (a value a control-flow step left in ``env``: numpy scalars become arrays) and
-    ``_copyto`` (a copy into an arena view, which it returns) and ``_release`` (stop counting
-    the bytes of donated inputs dropped, in the Storage the caller passed)."""
+    ``_copyto`` (a copy into an arena view, which it returns)."""
     ndarray = xp.ndarray
     asarray = xp.asarray
 
@@ -359,11 +358,4 @@ def runtime_helpers(xp, arena) -> dict:
         xp.copyto(dst, src, casting="unsafe")
         return dst  # generated code: ``t = _copyto(_buf_t, ...)`` (one line, not two)
 
-    def release(storage, nbytes):
-        # donated inputs just dropped: hf.memory stops counting them (see Program.donated)
-        if storage is not None:
-            storage.nbytes -= nbytes
-            storage.device.counter.allocated -= nbytes
-
-    return {"_fix": fix, "_as_array": as_array, "_own": own, "_copyto": copyto,
-            "_release": release}
+    return {"_fix": fix, "_as_array": as_array, "_own": own, "_copyto": copyto}

@@ -123,7 +123,7 @@ class _BlockEmitter:
         self.uses_env = False
         self._registry = all_ops()
         self.asyncs = {}   # op index -> anchor: products run on the worker (see .streams)
-        self.donated = {}  # donated input -> its bytes (see Program.donated)
+        self.donated = ()  # donated inputs, dropped after their last use (Program.donated)
         self._waits = {}   # anchor -> [(op index, op)] to wait for before it
 
     def emit(self, lowered=None) -> None:
@@ -255,9 +255,6 @@ class _BlockEmitter:
         heap = [fs.ident(n) for n in dying if n not in self.memory.offsets]
         if heap:
             fs.line(f"del {', '.join(heap)}")
-        freed = sum([self.donated.get(n, 0) for n in dying])
-        if freed:
-            fs.line(f"_release(_storage, {freed})")
 
 
 def _region_index(lowered):
@@ -325,12 +322,11 @@ class CompiledProgram:
     __slots__ = ("arena", "asyncs", "donated", "fetch_names", "function", "lowering", "memory",
                  "program", "runs", "source", "storage")
 
-    def __call__(self, arrays, storage=None):
-        """The fetched arrays; a plan of a program with donated inputs (``function(list,
-        storage)``) empties ``arrays`` and stops counting each donated input's bytes in
-        ``storage`` (None: none) once it dropped it."""
+    def __call__(self, arrays):
+        """The fetched arrays; the plan of a program with donated inputs (``function(list)``)
+        empties ``arrays`` and drops each donated input after its last use."""
         if self.donated:
-            return self.function(arrays, storage)
+            return self.function(arrays)
         return self.function(*arrays)
 
     def __repr__(self) -> str:
@@ -415,18 +411,15 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     slots: dict = {}
     for name in list(program.params) + list(program.feeds) + list(block.vars):
         slots.setdefault(name, len(slots))
-    donated = {}  # donated input -> its bytes (no longer counted once dropped)
+    donated = ()
     if program.donated:
         # the feed arrays come in a list the plan empties: nothing but its locals then holds
         # them (a call's positional arguments stay referenced by the caller until it returns)
-        fs.params = ["_inputs", "_storage"]
+        fs.params = ["_inputs"]
         idents = [fs.ident(n) for n in program.feeds]
         fs.line(f"{', '.join(idents)}{',' if len(idents) == 1 else ''} = _inputs")
         fs.line("_inputs.clear()")
-        for name in program.feeds:
-            meta = memory.metas.get(name)
-            if name in program.donated and meta is not None:
-                donated[name] = int(np.prod(meta.shape, dtype=np.int64)) * meta.dtype.np.itemsize
+        donated = [n for n in program.feeds if n in program.donated]
     else:
         fs.params = [fs.ident(n) for n in program.feeds]
     used = memory.liveness.last_use
