@@ -309,7 +309,7 @@ def measure(mode, depth, width, batch, repeat, budget_fraction=None):
         entry = static_entry(model)
         run_backward = entry.run_backward
 
-        def watched(arrays, storage=None):
+        def watched(arrays):
             # the backward program's own run: its inputs (saved values, program inputs, seeds),
             # and what numpy allocates while it runs (its heap values, gradients included)
             holder["program_inputs"] = sum({id(backend.root_array(a)): backend.root_array(a).nbytes
@@ -318,7 +318,7 @@ def measure(mode, depth, width, batch, repeat, budget_fraction=None):
             at, peak = tracemalloc.get_traced_memory()
             peaks.append(peak)
             tracemalloc.reset_peak()
-            grads = run_backward(arrays, storage)  # (it drops the saved values as it goes)
+            grads = run_backward(arrays)  # (it drops the saved values as it goes)
             peak = tracemalloc.get_traced_memory()[1]
             peaks.append(peak)
             holder["program_extra"] = peak - at
