@@ -371,8 +371,11 @@ class _Backward:
         init, finals = op.inputs[:count], op.outputs[:count]
         live, body_reached = self._loop_reachable(op, reachable)
         carried = [k for k in sorted(live) if _is_float(block, finals[k])]
+        # (a value only the condition reads has no gradient through the loop: None, as eager,
+        # not zeros)
+        body_reads = _referenced(body)
         captured = [n for n in dict.fromkeys(op.inputs[count:])
-                    if n in reachable and _is_float(block, n)]
+                    if n in reachable and _is_float(block, n) and n in body_reads]
         if not carried and not captured:
             return
         outer = program.current_block()

@@ -523,3 +523,50 @@ def test_operators_built_under_no_grad_pass_no_gradient():
     xv, wv = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.5])
     (got,) = run(prog, {"x": xv, "w": wv}, [gw])
     np.testing.assert_allclose(got, xv * np.exp(xv * wv), rtol=1e-12)  # not (1 + y) e^y x
+
+
+def test_a_value_only_a_loop_condition_reads_gets_no_gradient():
+    """As in eager code (a comparison has no gradient), a value the while loop's condition
+    reads, and its body does not, gets None from static autodiff and from to_static, not the
+    zeros it got as a captured input of the loop; one the body reads still gets its own."""
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [2])
+        limit = S.data("limit", [])
+        scale = S.data("scale", [])
+        y = S.nn.while_loop(lambda v: v.sum() < limit, lambda v: (v * scale + 1.0,), [x])[0]
+        g_limit, g_scale, g_x = S.gradients(y.sum(), [limit, scale, x])
+    assert g_limit is None and g_scale is not None and g_x is not None
+    xv, sv = np.array([0.5, 1.0], np.float32), np.float32(1.5)
+    out_scale, out_x = run(prog, {"x": xv, "limit": np.float32(10.0), "scale": sv},
+                           [g_scale, g_x])
+    xe = hf.tensor(xv, requires_grad=True)
+    se = hf.tensor(sv, requires_grad=True)
+    le = hf.tensor(np.float32(10.0), requires_grad=True)
+    v = xe
+    while v.sum() < le:
+        v = v * se + 1.0
+    v.sum().backward()
+    assert le.grad is None
+    np.testing.assert_allclose(out_scale, se.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(out_x, xe.grad.numpy(), rtol=1e-5)
+
+    class Halve(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            self.limit = nn.Parameter(hf.tensor(1.0))
+
+        def forward(self, x):
+            y = self.fc(x)
+            while y.abs().sum() > self.limit:
+                y = y / 2
+            return y
+    eager = Halve()
+    static = Halve()
+    static.load_state_dict(eager.state_dict())
+    eager(hf.ones(1, 2) * 3).sum().backward()
+    hf.jit.to_static(static)(hf.ones(1, 2) * 3).sum().backward()
+    assert eager.limit.grad is None and static.limit.grad is None
+    np.testing.assert_allclose(static.fc.weight.grad.numpy(), eager.fc.weight.grad.numpy(),
+                               rtol=1e-5)
