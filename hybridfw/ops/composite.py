@@ -111,8 +111,17 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
         correction=None):
-    """Standard deviation (same arguments as :func:`var`)."""
-    return apply(E.sqrt, var(input, dim, unbiased, keepdim, correction=correction))
+    """Standard deviation (same arguments as :func:`var`). Where the variance is 0 the
+    gradient is 0, as in PyTorch (whose std backward masks ``grad / (2 * std)`` there), not
+    the NaN of inf * 0: the root reads 1 there, and ``where`` passes no gradient to the branch
+    it did not pick."""
+    return sqrt_of_variance(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+def sqrt_of_variance(v):
+    """``sqrt(v)`` with gradient 0 where ``v`` is 0 (see :func:`std`)."""
+    nonzero = apply(E.ne, v, 0)
+    return apply(E.where, nonzero, apply(E.sqrt, apply(E.where, nonzero, v, 1.0)), 0.0)
 
 
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
