@@ -370,6 +370,8 @@ def split(tensor, split_size_or_sections, dim: int = 0):
 
 
 def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
+    """Pieces of ``ceil(size / chunks)`` along ``dim`` (fewer pieces where they run out, the
+    last one shorter); a dim of size 0 gives ``chunks`` empty pieces, as in PyTorch."""
     x = input
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
@@ -379,8 +381,9 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
         raise ValueError(f"chunk: dim {d} of the input of shape {tuple(x.shape)} is only known "
                          "when the program runs (an InputSpec None dim), so the pieces are not; "
                          "chunk along a dim of fixed size")
-    size = -(-x.shape[d] // chunks) if x.shape[d] else 1
-    return split(x, size, d)
+    if x.shape[d] == 0:  # PyTorch: ``chunks`` empty pieces, not one
+        return split(x, [0] * chunks, d)
+    return split(x, -(-x.shape[d] // chunks), d)
 
 
 def getitem(x, index, to_tensor):
