@@ -426,9 +426,14 @@ def gather(input, dim: int, index):  # noqa: A002
 
 
 def masked_fill(input, mask, value):  # noqa: A002
+    """``value`` where ``mask`` holds, else ``input``, in ``input``'s dtype: a float value on
+    an integer tensor truncates toward 0, any nonzero one (inf too) on a bool tensor is True,
+    as PyTorch casts it."""
     x = input
     if isinstance(value, TensorLike):
         value = apply(E.cast, value, dtype=x.dtype) if value.dtype is not x.dtype else value
+    elif x.dtype is bool_ and isinstance(value, (int, float)):
+        value = builtins.bool(value)
     elif not x.dtype.is_floating_point and isinstance(value, float):
         value = int(value)
     out = apply(E.where, mask, value, x)
