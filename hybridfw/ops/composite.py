@@ -441,12 +441,15 @@ def masked_fill(input, mask, value):  # noqa: A002
 
 
 def clamp(input, min=None, max=None):  # noqa: A002
+    """``input`` limited to ``[min, max]`` (numbers or broadcasting tensors). With tensor
+    bounds the gradient follows PyTorch: where ``input`` equals a bound it goes to ``input``
+    alone (``maximum``/``minimum`` would split it), NaN in either propagates."""
     x = input
     if isinstance(min, TensorLike) or isinstance(max, TensorLike):
         if min is not None:
-            x = apply(E.maximum, x, min)
+            x = apply(E.where, apply(E.ge, x, min), x, apply(E.maximum, x, min))
         if max is not None:
-            x = apply(E.minimum, x, max)
+            x = apply(E.where, apply(E.le, x, max), x, apply(E.minimum, x, max))
         return x
     return apply(E.clamp, x, min=min, max=max)
 
