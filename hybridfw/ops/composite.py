@@ -577,7 +577,12 @@ def einsum(equation: str, *operands):
     return apply(L.einsum, *operands, equation=",".join(specs) + "->" + out)
 
 
-def prod(input, dim=None, keepdim: bool = False):  # noqa: A002
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """Product over ``dim`` (an int, or None for every element); ``dtype`` casts the input
+    first, as in PyTorch."""
+    if dtype is not None:
+        dt = as_dtype(dtype)
+        input = input if input.dtype is dt else apply(E.cast, input, dtype=dt)  # noqa: A001
     if _empty_dims(dim):
         raise TypeError(f"prod: dim must be an int or None, got {dim!r} (PyTorch's prod "
                         "takes no empty dim list); pass dim=None to multiply every element")

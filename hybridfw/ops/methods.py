@@ -456,8 +456,8 @@ class TensorMethods(TensorLike):
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         return C.mean(self, dim, keepdim, dtype=dtype)
 
-    def prod(self, dim=None, keepdim=False):
-        return C.prod(self, dim, keepdim)
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        return C.prod(self, dim, keepdim, dtype=dtype)
 
     def max(self, dim=None, keepdim=False, *, other=None):
         return C.max(self, dim, keepdim, other=other)
