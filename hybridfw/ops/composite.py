@@ -41,8 +41,14 @@ def _dim_count(x, dim):
 # Argument names are PyTorch's (``input``, ``other``, ``exponent``...), so keyword calls ported
 # from PyTorch work: ``hf.sum(input=x, dim=0)``.
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A002
-    x = input if dtype is None else apply(E.cast, input, dtype=as_dtype(dtype))
-    return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim)
+    """Sum over ``dim`` (None or ``()``: every dim); integer and bool inputs sum to int64,
+    unless ``dtype`` is given: the input is cast to it first and the result has it (an int32
+    ``dtype`` gives int32, wrapping around as PyTorch's does)."""
+    if dtype is None:
+        return apply(R.sum_, input, dim=_dims_attr(dim), keepdim=keepdim)
+    dt = as_dtype(dtype)
+    out = apply(R.sum_, apply(E.cast, input, dtype=dt), dim=_dims_attr(dim), keepdim=keepdim)
+    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)
 
 
 def _dims_attr(dim):
