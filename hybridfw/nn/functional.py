@@ -460,7 +460,13 @@ def one_hot(tensor, num_classes: int = -1):
     if num_classes == -1:
         if tensor.ndim and 0 in tensor.shape:
             raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")
-        num_classes = int(C.max(tensor).item()) + 1
+        largest = C.max(tensor).item()
+        if not isinstance(largest, (int, float)):  # a static program's run-time value
+            raise ValueError(
+                "one_hot: num_classes=-1 takes the number of classes from the values, which a "
+                "static program knows only when it runs (the result's shape would depend on "
+                f"them); pass num_classes (input of shape {tuple(tensor.shape)})")
+        num_classes = int(largest) + 1
     return apply(N.one_hot, tensor, num_classes=num_classes)
 
 
