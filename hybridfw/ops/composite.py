@@ -623,12 +623,18 @@ def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
 
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
     """Whether every element (along ``dim``) is nonzero (True): a bool tensor; True over no
-    elements."""
+    elements. An empty ``dim`` (``()``/``[]``) reduces nothing, as in PyTorch: each element's
+    truth."""
+    if _empty_dims(dim):
+        return apply(E.ne, input, 0)
     return sum(apply(E.eq, input, 0), dim, keepdim) == 0
 
 
 def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
-    """Whether some element (along ``dim``) is nonzero (True): a bool tensor."""
+    """Whether some element (along ``dim``) is nonzero (True): a bool tensor. An empty ``dim``
+    reduces nothing, as :func:`all`."""
+    if _empty_dims(dim):
+        return apply(E.ne, input, 0)
     return sum(apply(E.ne, input, 0), dim, keepdim) > 0
 
 
