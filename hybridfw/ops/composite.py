@@ -437,6 +437,10 @@ def masked_fill(input, mask, value):  # noqa: A002
     as PyTorch casts it."""
     x = input
     if isinstance(value, TensorLike):
+        if value.ndim:
+            raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got a "
+                             f"tensor of shape {tuple(value.shape)} (use where(mask, value, "
+                             f"input) to fill from a tensor)")
         value = apply(E.cast, value, dtype=x.dtype) if value.dtype is not x.dtype else value
     elif x.dtype is bool_ and isinstance(value, (int, float)):
         value = builtins.bool(value)

@@ -46,3 +46,12 @@ def test_matches_torch():
         ref = torch.tensor(X).masked_fill(torch.tensor(MASK), value).numpy()
         got = hf.tensor(X).masked_fill(hf.tensor(MASK), value).numpy()
         np.testing.assert_array_equal(got, ref)
+
+
+def test_masked_fill_value_tensor_must_be_0d():
+    x = hf.tensor([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"masked_fill: value must be a number or a 0-d tensor.*\(2,\)"):
+        x.masked_fill(hf.tensor([True, False]), x)
+    out = x.masked_fill(hf.tensor([True, False]), hf.tensor(5.0, dtype=hf.float64))
+    np.testing.assert_array_equal(out.numpy(), [5.0, 2.0])
+    assert out.dtype is hf.float32
