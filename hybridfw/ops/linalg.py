@@ -177,7 +177,10 @@ def _einsum_infer(*xs, equation):
             if sizes.get(c, 1) in (1, -1):
                 sizes[c] = n
     dt = result_type(*xs)
-    return tuple(sizes[c] for c in out), dt, dt
+    if any(x.dtype is not dt for x in xs):  # as PyTorch (and matmul): no silent promotion
+        raise TypeError(f"einsum: expected operands of one dtype, got "
+                        f"{[str(x.dtype) for x in xs]} in {equation!r}; cast them first")
+    return tuple(sizes[c] for c in out), dt, None
 
 
 def _einsum_kernel(xp, *xs, equation):

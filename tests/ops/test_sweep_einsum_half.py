@@ -1,5 +1,6 @@
 """float16 einsum accumulates in float32 and rounds once, as matmul and PyTorch do (numpy's
-einsum summed in float16: 0.5 off on a 512-long dot product of magnitude ~80)."""
+einsum summed in float16: 0.5 off on a 512-long dot product of magnitude ~80); operands of
+different dtypes raise TypeError, as in PyTorch and hf.matmul (they were promoted silently)."""
 import numpy as np
 import pytest
 
@@ -34,3 +35,12 @@ def test_matches_torch():
     ref = torch.einsum("ij,jk->ik", torch.tensor(a), torch.tensor(b)).numpy().astype(np.float64)
     got = hf.einsum("ij,jk->ik", hf.tensor(a), hf.tensor(b)).numpy().astype(np.float64)
     assert np.abs(got - ref).max() <= 0.0625  # at most about one float16 ulp at this scale
+
+
+def test_einsum_of_mixed_dtypes_raises_type_error():
+    x = hf.ones(2, 3)
+    with pytest.raises(TypeError, match=r"einsum: expected operands of one dtype.*int64"):
+        hf.einsum("ij,kj->ik", x, x.long())
+    with pytest.raises(TypeError, match="einsum"):
+        hf.einsum("ij,ij->", x, x.double())
+    np.testing.assert_array_equal(hf.einsum("ij->j", x.long()).numpy(), [2, 2, 2])
