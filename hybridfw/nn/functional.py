@@ -455,8 +455,13 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002
     return out
 
 
-def one_hot(tensor, num_classes: int = -1):
-    """int64 one-hot encoding in a new last dim; ``num_classes=-1`` means max + 1."""
+def one_hot(input=None, num_classes: int = -1, *, tensor=None):  # noqa: A002
+    """int64 one-hot encoding in a new last dim; ``num_classes=-1`` means max + 1. The
+    indices are ``input`` (PyTorch's parameter name) or ``tensor=`` (the name its docs use)."""
+    if (input is None) == (tensor is None):
+        raise TypeError("one_hot: pass the indices once, as input (positionally or input=) or "
+                        "as tensor=")
+    tensor = input if tensor is None else tensor
     if num_classes == -1:
         if tensor.ndim and 0 in tensor.shape:
             raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")

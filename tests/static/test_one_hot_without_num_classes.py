@@ -29,3 +29,12 @@ def test_one_hot_with_num_classes_under_to_static_and_eager():
     out = hf.jit.to_static(_encode4)(hf.tensor([0, 2, 1]))
     np.testing.assert_array_equal(out.numpy(), np.eye(4, dtype=np.int64)[[0, 2, 1]])
     np.testing.assert_array_equal(F.one_hot(hf.tensor([0, 2])).numpy(), [[1, 0, 0], [0, 0, 1]])
+
+
+def test_one_hot_takes_input_or_tensor_by_keyword():
+    expected = [[0, 1, 0], [1, 0, 0]]
+    for kwargs in ({"input": hf.tensor([1, 0])}, {"tensor": hf.tensor([1, 0])}):
+        np.testing.assert_array_equal(F.one_hot(num_classes=3, **kwargs).numpy(), expected)
+    np.testing.assert_array_equal(F.one_hot(hf.tensor([1, 0]), 3).numpy(), expected)
+    with pytest.raises(TypeError, match="one_hot"):
+        F.one_hot(hf.tensor([1]), tensor=hf.tensor([1]))
