@@ -164,6 +164,8 @@ def _pow_grad_base(g, out, a, b):
     # PyTorch's rule: 0 where the exponent is 0 (b * a**(b - 1) would be 0 * inf at a == 0).
     if not isinstance(b, TensorLike):
         return g * 0.0 if b == 0 else g * b * a ** (b - 1)
+    if b.dtype is bool_:  # a bool exponent (x ** mask) counts as 0/1 (bools do not subtract)
+        b = apply(cast, b, dtype=g.dtype)
     return apply(where, b == 0, 0.0, g * b * a ** (b - 1))
 
 

@@ -39,3 +39,17 @@ def test_torch_raises_too(k):
     torch = pytest.importorskip("torch")
     with pytest.raises(RuntimeError):
         _calls(torch)[k]()
+
+
+def _power(x, mask):
+    return x ** mask
+
+
+def test_gradient_of_a_bool_exponent_does_not_subtract_bools():
+    # the pow gradient computed b - 1 on the exponent itself: a bool exponent now counts as 0/1
+    for fn in (_power, hf.jit.to_static(_power)):
+        x = hf.tensor([1.5, 2.0], requires_grad=True)
+        out = fn(x, hf.tensor([True, False]))
+        out.sum().backward()
+        assert out.tolist() == [1.5, 1.0]
+        assert x.grad.tolist() == [1.0, 0.0]
