@@ -272,6 +272,21 @@ def expand(input, *sizes, size=None):  # noqa: A002
     return apply(S.broadcast_to, input, shape=_static_sizes("expand", input, sizes))
 
 
+def expand_as(input, other):  # noqa: A002
+    """``input`` broadcast to ``other``'s shape. Where a static program knows a dim of
+    ``other`` only at run time (-1 in its shape) the result follows that run-time size (passed
+    on as a size, -1 would mean "keep ``input``'s size": (1, 3, 1) came out (1, 3, 4) for an
+    ``other`` of (N, 3, 4)); ``where`` over a mask shaped like ``other`` broadcasts it."""
+    shape = tuple(other.shape)
+    if -1 not in shape:
+        return expand(input, shape)
+    from .factories import ones_like  # (factories builds on this module's neighbours)
+    if len(shape) < input.ndim:
+        raise ValueError(f"expand_as: cannot expand shape {tuple(input.shape)} to fewer dims "
+                         f"{shape}")
+    return apply(E.where, ones_like(other, dtype=bool_), input, input)
+
+
 def _static_sizes(op: str, x, sizes) -> tuple:
     """``sizes`` as ints: a size a static program reads when it runs (converted code's
     ``x.shape[k]`` of a None dim) is -1 ("keep the size") where it is ``x``'s own dim at that

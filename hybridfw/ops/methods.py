@@ -542,7 +542,7 @@ class TensorMethods(TensorLike):
         return C.expand(self, *sizes, size=size)
 
     def expand_as(self, other):
-        return C.expand(self, tuple(other.shape))
+        return C.expand_as(self, other)
 
     def broadcast_to(self, size):
         return C.broadcast_to(self, size)
