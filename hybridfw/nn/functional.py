@@ -640,7 +640,10 @@ def cross_entropy(input, target, weight=None, size_average=None,  # noqa: A002
         return _cross_entropy_probabilities(logp, target, weight, ignore_index, reduction,
                                             label_smoothing, class_dim)
     expected = tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1:])
-    if tuple(target.shape) != expected:
+    got = tuple(target.shape)
+    # (a static program's -1, a dim known only at run time, agrees with any size)
+    if len(got) != len(expected) or any(a != b and -1 not in (a, b)
+                                         for a, b in zip(got, expected)):
         raise ValueError(f"cross_entropy: expected target of shape {expected} for input of "
                          f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
