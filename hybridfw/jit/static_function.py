@@ -838,7 +838,8 @@ class StaticFunction:
             what = f" ({op.type})" if op is not None else ""
             where = format_origin(op.origin) if op is not None else ""
             tensor = leaves[i]
-            if tensor._rg and var.name not in program.no_grad_values:
+            if tensor._rg and var.name not in program.no_grad_values and (
+                    op is None or op.type != "updated_under_no_grad"):
                 raise ConversionError(
                     f"to_static({self.__qualname__}): tensor argument {i} requires grad and is "
                     f"updated in place{what}; as in eager code, wrap the update in hf.no_grad() "

@@ -455,12 +455,23 @@ def pad(input, pad, mode: str = "constant", value=None):  # noqa: A002
     return out
 
 
-def one_hot(tensor, num_classes: int = -1):
-    """int64 one-hot encoding in a new last dim; ``num_classes=-1`` means max + 1."""
+def one_hot(input=None, num_classes: int = -1, *, tensor=None):  # noqa: A002
+    """int64 one-hot encoding in a new last dim; ``num_classes=-1`` means max + 1. The
+    indices are ``input`` (PyTorch's parameter name) or ``tensor=`` (the name its docs use)."""
+    if (input is None) == (tensor is None):
+        raise TypeError("one_hot: pass the indices once, as input (positionally or input=) or "
+                        "as tensor=")
+    tensor = input if tensor is None else tensor
     if num_classes == -1:
         if tensor.ndim and 0 in tensor.shape:
             raise ValueError("one_hot: cannot infer the number of classes from an empty tensor")
-        num_classes = int(C.max(tensor).item()) + 1
+        largest = C.max(tensor).item()
+        if not isinstance(largest, (int, float)):  # a static program's run-time value
+            raise ValueError(
+                "one_hot: num_classes=-1 takes the number of classes from the values, which a "
+                "static program knows only when it runs (the result's shape would depend on "
+                f"them); pass num_classes (input of shape {tuple(tensor.shape)})")
+        num_classes = int(largest) + 1
     return apply(N.one_hot, tensor, num_classes=num_classes)
 
 
@@ -629,7 +640,10 @@ def cross_entropy(input, target, weight=None, size_average=None,  # noqa: A002
         return _cross_entropy_probabilities(logp, target, weight, ignore_index, reduction,
                                             label_smoothing, class_dim)
     expected = tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1:])
-    if tuple(target.shape) != expected:
+    got = tuple(target.shape)
+    # (a static program's -1, a dim known only at run time, agrees with any size)
+    if len(got) != len(expected) or any(a != b and -1 not in (a, b)
+                                         for a, b in zip(got, expected)):
         raise ValueError(f"cross_entropy: expected target of shape {expected} for input of "
                          f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)

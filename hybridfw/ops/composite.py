@@ -41,8 +41,14 @@ def _dim_count(x, dim):
 # Argument names are PyTorch's (``input``, ``other``, ``exponent``...), so keyword calls ported
 # from PyTorch work: ``hf.sum(input=x, dim=0)``.
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A002
-    x = input if dtype is None else apply(E.cast, input, dtype=as_dtype(dtype))
-    return apply(R.sum_, x, dim=_dims_attr(dim), keepdim=keepdim)
+    """Sum over ``dim`` (None or ``()``: every dim); integer and bool inputs sum to int64,
+    unless ``dtype`` is given: the input is cast to it first and the result has it (an int32
+    ``dtype`` gives int32, wrapping around as PyTorch's does)."""
+    if dtype is None:
+        return apply(R.sum_, input, dim=_dims_attr(dim), keepdim=keepdim)
+    dt = as_dtype(dtype)
+    out = apply(R.sum_, apply(E.cast, input, dtype=dt), dim=_dims_attr(dim), keepdim=keepdim)
+    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)
 
 
 def _dims_attr(dim):
@@ -111,8 +117,17 @@ def var(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
 
 def std(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: A002
         correction=None):
-    """Standard deviation (same arguments as :func:`var`)."""
-    return apply(E.sqrt, var(input, dim, unbiased, keepdim, correction=correction))
+    """Standard deviation (same arguments as :func:`var`). Where the variance is 0 the
+    gradient is 0, as in PyTorch (whose std backward masks ``grad / (2 * std)`` there), not
+    the NaN of inf * 0: the root reads 1 there, and ``where`` passes no gradient to the branch
+    it did not pick."""
+    return sqrt_of_variance(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+def sqrt_of_variance(v):
+    """``sqrt(v)`` with gradient 0 where ``v`` is 0 (see :func:`std`)."""
+    nonzero = apply(E.ne, v, 0)
+    return apply(E.where, nonzero, apply(E.sqrt, apply(E.where, nonzero, v, 1.0)), 0.0)
 
 
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
@@ -257,6 +272,21 @@ def expand(input, *sizes, size=None):  # noqa: A002
     return apply(S.broadcast_to, input, shape=_static_sizes("expand", input, sizes))
 
 
+def expand_as(input, other):  # noqa: A002
+    """``input`` broadcast to ``other``'s shape. Where a static program knows a dim of
+    ``other`` only at run time (-1 in its shape) the result follows that run-time size (passed
+    on as a size, -1 would mean "keep ``input``'s size": (1, 3, 1) came out (1, 3, 4) for an
+    ``other`` of (N, 3, 4)); ``where`` over a mask shaped like ``other`` broadcasts it."""
+    shape = tuple(other.shape)
+    if -1 not in shape:
+        return expand(input, shape)
+    from .factories import ones_like  # (factories builds on this module's neighbours)
+    if len(shape) < input.ndim:
+        raise ValueError(f"expand_as: cannot expand shape {tuple(input.shape)} to fewer dims "
+                         f"{shape}")
+    return apply(E.where, ones_like(other, dtype=bool_), input, input)
+
+
 def _static_sizes(op: str, x, sizes) -> tuple:
     """``sizes`` as ints: a size a static program reads when it runs (converted code's
     ``x.shape[k]`` of a None dim) is -1 ("keep the size") where it is ``x``'s own dim at that
@@ -361,6 +391,8 @@ def split(tensor, split_size_or_sections, dim: int = 0):
 
 
 def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
+    """Pieces of ``ceil(size / chunks)`` along ``dim`` (fewer pieces where they run out, the
+    last one shorter); a dim of size 0 gives ``chunks`` empty pieces, as in PyTorch."""
     x = input
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
@@ -370,8 +402,9 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
         raise ValueError(f"chunk: dim {d} of the input of shape {tuple(x.shape)} is only known "
                          "when the program runs (an InputSpec None dim), so the pieces are not; "
                          "chunk along a dim of fixed size")
-    size = -(-x.shape[d] // chunks) if x.shape[d] else 1
-    return split(x, size, d)
+    if x.shape[d] == 0:  # PyTorch: ``chunks`` empty pieces, not one
+        return split(x, [0] * chunks, d)
+    return split(x, -(-x.shape[d] // chunks), d)
 
 
 def getitem(x, index, to_tensor):
@@ -414,9 +447,18 @@ def gather(input, dim: int, index):  # noqa: A002
 
 
 def masked_fill(input, mask, value):  # noqa: A002
+    """``value`` where ``mask`` holds, else ``input``, in ``input``'s dtype: a float value on
+    an integer tensor truncates toward 0, any nonzero one (inf too) on a bool tensor is True,
+    as PyTorch casts it."""
     x = input
     if isinstance(value, TensorLike):
+        if value.ndim:
+            raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got a "
+                             f"tensor of shape {tuple(value.shape)} (use where(mask, value, "
+                             f"input) to fill from a tensor)")
         value = apply(E.cast, value, dtype=x.dtype) if value.dtype is not x.dtype else value
+    elif x.dtype is bool_ and isinstance(value, (int, float)):
+        value = builtins.bool(value)
     elif not x.dtype.is_floating_point and isinstance(value, float):
         value = int(value)
     out = apply(E.where, mask, value, x)
@@ -424,12 +466,15 @@ def masked_fill(input, mask, value):  # noqa: A002
 
 
 def clamp(input, min=None, max=None):  # noqa: A002
+    """``input`` limited to ``[min, max]`` (numbers or broadcasting tensors). With tensor
+    bounds the gradient follows PyTorch: where ``input`` equals a bound it goes to ``input``
+    alone (``maximum``/``minimum`` would split it), NaN in either propagates."""
     x = input
     if isinstance(min, TensorLike) or isinstance(max, TensorLike):
         if min is not None:
-            x = apply(E.maximum, x, min)
+            x = apply(E.where, apply(E.ge, x, min), x, apply(E.maximum, x, min))
         if max is not None:
-            x = apply(E.minimum, x, max)
+            x = apply(E.where, apply(E.le, x, max), x, apply(E.minimum, x, max))
         return x
     return apply(E.clamp, x, min=min, max=max)
 
@@ -557,7 +602,12 @@ def einsum(equation: str, *operands):
     return apply(L.einsum, *operands, equation=",".join(specs) + "->" + out)
 
 
-def prod(input, dim=None, keepdim: bool = False):  # noqa: A002
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """Product over ``dim`` (an int, or None for every element); ``dtype`` casts the input
+    first, as in PyTorch."""
+    if dtype is not None:
+        dt = as_dtype(dtype)
+        input = input if input.dtype is dt else apply(E.cast, input, dtype=dt)  # noqa: A001
     if _empty_dims(dim):
         raise TypeError(f"prod: dim must be an int or None, got {dim!r} (PyTorch's prod "
                         "takes no empty dim list); pass dim=None to multiply every element")
@@ -592,12 +642,18 @@ def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
 
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
     """Whether every element (along ``dim``) is nonzero (True): a bool tensor; True over no
-    elements."""
+    elements. An empty ``dim`` (``()``/``[]``) reduces nothing, as in PyTorch: each element's
+    truth."""
+    if _empty_dims(dim):
+        return apply(E.ne, input, 0)
     return sum(apply(E.eq, input, 0), dim, keepdim) == 0
 
 
 def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
-    """Whether some element (along ``dim``) is nonzero (True): a bool tensor."""
+    """Whether some element (along ``dim``) is nonzero (True): a bool tensor. An empty ``dim``
+    reduces nothing, as :func:`all`."""
+    if _empty_dims(dim):
+        return apply(E.ne, input, 0)
     return sum(apply(E.ne, input, 0), dim, keepdim) > 0
 
 

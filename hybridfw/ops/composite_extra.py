@@ -235,4 +235,4 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: 
     """``(std, mean)`` over ``dim``, with :func:`var`'s arguments (``correction=1`` by
     default)."""
     var, mean = var_mean(input, dim, unbiased, keepdim, correction=correction)
-    return apply(E.sqrt, var), mean
+    return C.sqrt_of_variance(var), mean

@@ -44,6 +44,24 @@ def lerp(input, end, weight):  # noqa: A002
     return low if abs(weight) < 0.5 else high
 
 
+def scaled_other(op: str, input, other, alpha):  # noqa: A002
+    """``alpha * other`` for ``add``/``sub``(``_``) with ``alpha``, in the dtype ``input`` and
+    ``other`` promote to (a float ``alpha`` keeps float16: ``other`` is cast first, so an integer
+    ``other`` does not become float32); a float ``alpha`` with an integral result is refused,
+    as PyTorch refuses it."""
+    if alpha == 1 and not isinstance(alpha, float):
+        return other
+    dtype = result_type(input, other)
+    if isinstance(alpha, float) and not dtype.is_floating_point:
+        raise TypeError(f"{op}: alpha={alpha!r} is a float but the result dtype {dtype} is "
+                        "integral; pass an integer alpha or cast the tensors first")
+    if alpha == 1:
+        return other
+    if isinstance(other, TensorLike) and other.dtype is not dtype:
+        other = apply(E.cast, other, dtype=dtype)
+    return other * alpha
+
+
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """``input + value * tensor1 * tensor2``."""
     product = tensor1 * tensor2

@@ -237,7 +237,7 @@ def _columns(xp, x, g: _Geometry, groups: int):
     for i in range(g.kh):
         for j in range(g.kw):
             cols[:, i, j] = _offset_view(xp, buf, g, i, j)
-    return cols.reshape(groups, -1, g.n * g.oh * g.wq)
+    return cols.reshape(groups, g.c // groups * g.kh * g.kw, g.n * g.oh * g.wq)
 
 
 def _grad_columns(xp, gy, g: _Geometry, groups: int):
@@ -248,7 +248,7 @@ def _grad_columns(xp, gy, g: _Geometry, groups: int):
     else:
         out = xp.zeros((o, g.n, g.oh, g.wq), dtype=gy.dtype)
         out[..., :g.ow] = gy.transpose(1, 0, 2, 3)
-    return out.reshape(groups, o // groups, -1)
+    return out.reshape(groups, o // groups, g.n * g.oh * g.wq)
 
 
 def _grad_rows(xp, gy, g: _Geometry, groups: int):
@@ -261,7 +261,7 @@ def _grad_rows(xp, gy, g: _Geometry, groups: int):
     else:
         out = xp.zeros((g.n, g.oh, g.wq, o), dtype=gy.dtype)
         out[:, :, :g.ow] = gy.transpose(0, 2, 3, 1)
-    return out.reshape(-1, groups, o // groups).transpose(1, 0, 2)
+    return out.reshape(g.n * g.oh * g.wq, groups, o // groups).transpose(1, 0, 2)
 
 
 def _grouped_matmul(xp, a, b):
@@ -289,7 +289,7 @@ def _depthwise_forward(xp, x, w, g: _Geometry):
 
 
 def _depthwise_input_grad(xp, gy, w, g: _Geometry):
-    grads = _grad_columns(xp, gy, g, g.c).reshape(g.c, -1, g.n, g.oh, g.wq)
+    grads = _grad_columns(xp, gy, g, g.c).reshape(g.c, gy.shape[1] // g.c, g.n, g.oh, g.wq)
     m = grads.shape[1]
     w_r = w.reshape(g.c, m, 1, 1, 1, g.kh, g.kw)
     buf = xp.zeros((g.c, g.n, g.sh, g.sw, g.hq, g.wq), dtype=gy.dtype)
@@ -304,13 +304,13 @@ def _depthwise_input_grad(xp, gy, w, g: _Geometry):
 
 def _depthwise_weight_grad(xp, x, gy, g: _Geometry):
     buf = _to_phases(xp, x, g)
-    grads = _grad_columns(xp, gy, g, g.c).reshape(g.c, -1, g.n, g.oh, g.wq)
+    grads = _grad_columns(xp, gy, g, g.c).reshape(g.c, gy.shape[1] // g.c, g.n, g.oh, g.wq)
     out = xp.empty((g.c, grads.shape[1], g.kh, g.kw), dtype=x.dtype)
     term = xp.empty(grads.shape, dtype=x.dtype)
     for i in range(g.kh):
         for j in range(g.kw):
             xp.multiply(grads, _offset_view(xp, buf, g, i, j)[:, None], out=term)
-            out[:, :, i, j] = term.reshape(grads.shape[:2] + (-1,)).sum(axis=2)
+            out[:, :, i, j] = term.reshape(grads.shape[:2] + (g.n * g.oh * g.wq,)).sum(axis=2)
     return out.reshape(-1, 1, g.kh, g.kw)
 
 

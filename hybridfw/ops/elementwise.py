@@ -84,9 +84,29 @@ def _ufunc_kernel(fname):
 
 
 # --------------------------------------------------------------------------- binary arithmetic
+def _sub_infer():
+    arith = _arith_infer("sub")
+
+    def infer(a, b):
+        # PyTorch refuses a bool on either side (numpy only two bool arrays): `x - mask` is
+        # almost always a mistake for `x * ~mask` or `~mask`
+        for v in (a, b):
+            if v.__class__ is bool or (isinstance(v, TensorLike) and v.dtype is bool_):
+                raise TypeError(
+                    f"sub: subtraction with a bool operand is not supported (operands "
+                    f"{_describe(a)} and {_describe(b)}); to invert a mask use ~ or "
+                    f"logical_not, or cast the bool to a number first")
+        return arith(a, b)
+    return infer
+
+
+def _describe(v):
+    return f"{tuple(v.shape)} {v.dtype}" if isinstance(v, TensorLike) else repr(v)
+
+
 add = register("add", infer=_arith_infer("add"), kernel=_ufunc_kernel("add"), supports_out=True,
                vjp=(lambda g, out, a, b: g, lambda g, out, a, b: g))
-sub = register("sub", infer=_arith_infer("sub"), kernel=_ufunc_kernel("subtract"),
+sub = register("sub", infer=_sub_infer(), kernel=_ufunc_kernel("subtract"),
                supports_out=True, vjp=(lambda g, out, a, b: g, lambda g, out, a, b: -g))
 mul = register("mul", infer=_arith_infer("mul"), kernel=_ufunc_kernel("multiply"),
                supports_out=True, save=(0, 1),
@@ -144,6 +164,8 @@ def _pow_grad_base(g, out, a, b):
     # PyTorch's rule: 0 where the exponent is 0 (b * a**(b - 1) would be 0 * inf at a == 0).
     if not isinstance(b, TensorLike):
         return g * 0.0 if b == 0 else g * b * a ** (b - 1)
+    if b.dtype is bool_:  # a bool exponent (x ** mask) counts as 0/1 (bools do not subtract)
+        b = apply(cast, b, dtype=g.dtype)
     return apply(where, b == 0, 0.0, g * b * a ** (b - 1))
 
 

@@ -13,6 +13,7 @@ from .composite_compare import (clamp_max, clamp_min, count_nonzero, isclose, lo
                                 logical_or, logical_xor, nan_to_num)
 from .composite_math import (addcdiv, addcmul, bernoulli, diff, div, fmod, hypot, lerp,
                              logaddexp, meshgrid, normal, repeat_interleave, true_divide)
+from .composite_math import scaled_other as _scaled_other
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
                               masked_select, movedim, nansum, roll, scatter, scatter_add,
@@ -106,12 +107,12 @@ def _binary(op, name):
 
 def add(input, other, *, alpha=1):  # noqa: A002
     """``input + alpha * other`` with broadcasting."""
-    return apply(E.add, input, other if alpha == 1 else other * alpha)
+    return apply(E.add, input, _scaled_other("add", input, other, alpha))
 
 
 def sub(input, other, *, alpha=1):  # noqa: A002
     """``input - alpha * other`` with broadcasting."""
-    return apply(E.sub, input, other if alpha == 1 else other * alpha)
+    return apply(E.sub, input, _scaled_other("sub", input, other, alpha))
 
 
 mul = _binary(E.mul, "mul")

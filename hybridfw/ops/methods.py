@@ -225,10 +225,10 @@ class TensorMethods(TensorLike):
 
     # ---- math -------------------------------------------------------------------------------
     def add(self, other, *, alpha=1):
-        return apply(_add, self, other if alpha == 1 else other * alpha)
+        return apply(_add, self, A.scaled_other("add", self, other, alpha))
 
     def sub(self, other, *, alpha=1):
-        return apply(_sub, self, other if alpha == 1 else other * alpha)
+        return apply(_sub, self, A.scaled_other("sub", self, other, alpha))
 
     def mul(self, other):
         return apply(_mul, self, other)
@@ -456,8 +456,8 @@ class TensorMethods(TensorLike):
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         return C.mean(self, dim, keepdim, dtype=dtype)
 
-    def prod(self, dim=None, keepdim=False):
-        return C.prod(self, dim, keepdim)
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        return C.prod(self, dim, keepdim, dtype=dtype)
 
     def max(self, dim=None, keepdim=False, *, other=None):
         return C.max(self, dim, keepdim, other=other)
@@ -542,7 +542,7 @@ class TensorMethods(TensorLike):
         return C.expand(self, *sizes, size=size)
 
     def expand_as(self, other):
-        return C.expand(self, tuple(other.shape))
+        return C.expand_as(self, other)
 
     def broadcast_to(self, size):
         return C.broadcast_to(self, size)
@@ -718,10 +718,10 @@ class TensorMethods(TensorLike):
 
     # ---- in-place (optimizers, init): they bump the storage version ---------------------------
     def add_(self, other, *, alpha=1):
-        return apply_inplace(_add, self, self, other if alpha == 1 else other * alpha)
+        return apply_inplace(_add, self, self, A.scaled_other("add_", self, other, alpha))
 
     def sub_(self, other, *, alpha=1):
-        return apply_inplace(_sub, self, self, other if alpha == 1 else other * alpha)
+        return apply_inplace(_sub, self, self, A.scaled_other("sub_", self, other, alpha))
 
     def mul_(self, other):
         return apply_inplace(_mul, self, self, other)

@@ -48,12 +48,16 @@ def _shifted(xp, a, dim):
 
 
 def _softmax_kernel(xp, a, *, dim):
+    if a.size == 0:  # nothing to normalize (an empty dim has no max to shift by)
+        return a.copy()
     e = xp.exp(_shifted(xp, a, dim))
     e /= e.sum(axis=dim if a.ndim else None, keepdims=True)
     return e
 
 
 def _log_softmax_kernel(xp, a, *, dim):
+    if a.size == 0:
+        return a.copy()
     s = _shifted(xp, a, dim)
     s -= xp.log(xp.exp(s).sum(axis=dim if a.ndim else None, keepdims=True))
     return s
@@ -361,7 +365,7 @@ def _embedding_backward_infer(g, indices, *, num_weights, padding_idx, scale_gra
 def _embedding_backward_kernel(xp, g, indices, *, num_weights, padding_idx,
                                scale_grad_by_freq=False):
     rows = indices.reshape(-1)
-    grads = g.reshape(rows.shape[0], -1)
+    grads = g.reshape(rows.shape[0], g.shape[-1])  # (not -1: no indices leave no rows)
     if scale_grad_by_freq:  # each row's gradient over the number of times it was looked up
         counts = xp.bincount(rows, minlength=num_weights).astype(g.dtype)
         grads = grads / counts[rows][:, None]

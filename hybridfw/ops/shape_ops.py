@@ -490,8 +490,25 @@ def _detach_lower(in_shape, out_shape):
 detach = register("detach", infer=lambda a: (a.shape, a.dtype, None), view=True,
                   kernel=lambda xp, a: a.view(), lower=view_rule(_detach_lower))
 
+
+def _updated_under_no_grad_infer(old, new):
+    if tuple(old.shape) != tuple(new.shape) or old.dtype is not new.dtype:
+        raise ValueError(f"updated_under_no_grad: the new value ({tuple(new.shape)}, "
+                         f"{new.dtype}) must have the old one's shape and dtype "
+                         f"({tuple(old.shape)}, {old.dtype})")
+    return new.shape, new.dtype, None
+
+
+# a static program's value of a tensor that an in-place op updated under hf.no_grad(): the new
+# value, through which gradients flow to the old one unchanged (as eager autograd, which records
+# nothing there, sends a later use's gradient to the tensor itself: a leaf stays a leaf)
+updated_under_no_grad = register(
+    "updated_under_no_grad", infer=_updated_under_no_grad_infer,
+    kernel=lambda xp, old, new: new.copy(), vjp=(lambda g, out, old, new: g, None),
+    doc="The new value of a tensor updated in place under no_grad; gradients pass to the old.")
+
 __all__ = ["reshape", "reshape_dynamic", "permute", "broadcast_to", "concat", "concat_backward",
-           "to_device", "detach", "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes",
+           "to_device", "detach", "updated_under_no_grad", "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes",
            "dynamic_sizes", "reshape_like_input", "size_entries", "static_reshape_shape"]
 
 
@@ -547,6 +564,11 @@ def _onnx_reshape_dynamic(ctx, a, *refs, shape):
     return ctx.node("Reshape", [a, onnx_sizes(ctx, shape, (a,) + refs)])
 
 
+def _onnx_updated_under_no_grad(ctx, old, new):
+    return ctx.node("Identity", [new])
+
+
 onnx_rules(reshape=_onnx_reshape, reshape_dynamic=_onnx_reshape_dynamic, permute=_onnx_permute,
            broadcast_to=_onnx_broadcast_to, concat=_onnx_concat, to_device="Identity",
-           detach="Identity", sum_to_like=_BACKWARD, concat_backward=_BACKWARD)
+           detach="Identity", updated_under_no_grad=_onnx_updated_under_no_grad,
+           sum_to_like=_BACKWARD, concat_backward=_BACKWARD)

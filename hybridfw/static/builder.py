@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 
 from ..dtypes import as_dtype
+from ..dygraph.autograd import GradMode, GradModeContext
 from ..ops.registry import TensorLike, get_op, use_interpreter
 from . import ir
 from .ir import Operator, Program, Variable
@@ -104,6 +105,8 @@ class StaticInterpreter:
                 raise TypeError(f"{op.name}: result type {out.dtype} can't be cast to the "
                                 f"in-place output type {target.dtype}")
             out = self.apply(get_op("cast"), (out,), {"dtype": target.dtype})
+        if not GradMode.enabled and target.requires_grad:
+            out = self._keep_gradient_path(target, out)
         old_name = target.name
         if out.block.idx != 0:  # (to_static refuses to write such an update of an argument back)
             self.program.updated_in_blocks.add(old_name)
@@ -119,6 +122,14 @@ class StaticInterpreter:
                 self.program.stale[source[0].name] = _stale_message(
                     "a view of it was updated in place", source[0].name)
         return target
+
+    def _keep_gradient_path(self, old, new):
+        """The value a tensor that needs gradients holds after an in-place update under
+        ``hf.no_grad()``: ``new``, through which later uses send their gradient to ``old``, as
+        in eager code, where the update records nothing and the tensor (a leaf, say) keeps its
+        place in the graph (``Embedding(max_norm=...)`` renormalizes its weight this way)."""
+        with GradModeContext(True):
+            return self.apply(get_op("updated_under_no_grad"), (old, new), {})
 
     def _refresh_views(self, old_name: str, value: Variable) -> None:
         """Each view taken of ``old_name`` (now ``value``'s previous value) is taken again
@@ -167,6 +178,8 @@ class StaticInterpreter:
         out = self.apply(op, operands, attrs)
         if out.dtype is not target.dtype:
             out = self.apply(get_op("cast"), (out,), {"dtype": target.dtype})
+        if not GradMode.enabled and getattr(target, "requires_grad", False):
+            out = self._keep_gradient_path(self._operand(target), out)
         param = program.capture(target).name
         block = program.current_block()
         # one write per tensor and block: a second update moves the first write to its end
