@@ -508,8 +508,8 @@ updated_under_no_grad = register(
     doc="The new value of a tensor updated in place under no_grad; gradients pass to the old.")
 
 __all__ = ["reshape", "reshape_dynamic", "permute", "broadcast_to", "concat", "concat_backward",
-           "to_device", "detach", "updated_under_no_grad", "sum_to", "sum_to_like", "resolve_shape", "broadcast_shapes",
-           "dynamic_sizes", "reshape_like_input", "size_entries", "static_reshape_shape"]
+           "to_device", "detach", "updated_under_no_grad", "sum_to", "sum_to_like",
+           "resolve_shape", "broadcast_shapes", "dynamic_sizes", "reshape_like_input", "size_entries", "static_reshape_shape"]
 
 
 # ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------
