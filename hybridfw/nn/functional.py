@@ -289,6 +289,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
         count = 1
         for d in dims:
             count *= input.shape[d]
+        if any(input.shape[d] < 0 for d in dims):
+            count = -1  # (two unknown dims multiply to a positive number)
         if 0 < count <= 1:  # (negative: a dim unknown until run time)
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input of shape {tuple(input.shape)}")

@@ -1924,3 +1924,26 @@ def test_dataclass_results_hold_tensors():
         (pair.a.sum() + pair.b.sum()).backward()
         np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0] if values[0] > 0 else [2.0, 2.0])
     assert f.cache_info().misses == 1
+
+
+def test_batchnorm1d_training_with_two_dynamic_dims():
+    """A BatchNorm1d over (N, C, L) with N and L both dynamic trains in a static program (the
+    values per channel, unknown until run time, are not taken as the product -1 * -1 = 1)."""
+    eager_bn = nn.BatchNorm1d(4)
+    static_bn = hf.jit.to_static(nn.BatchNorm1d(4),
+                                 input_spec=[hf.jit.InputSpec([None, 4, None])])
+    rng = np.random.default_rng(0)
+    for n, length in ((2, 3), (5, 4)):
+        x = rng.standard_normal((n, 4, length)).astype("float32")
+        x_e, x_s = hf.tensor(x, requires_grad=True), hf.tensor(x, requires_grad=True)
+        out_e, out_s = eager_bn(x_e), static_bn(x_s)
+        np.testing.assert_allclose(out_s.detach().numpy(), out_e.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        (out_e * out_e * out_e).sum().backward()
+        (out_s * out_s * out_s).sum().backward()
+        np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(static_bn.running_mean.numpy(), eager_bn.running_mean.numpy(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(static_bn.weight.grad.numpy(), eager_bn.weight.grad.numpy(),
+                               rtol=1e-4, atol=1e-5)
+
