@@ -307,8 +307,10 @@ def sum_to(g, shape):
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                      if s == 1 and gshape[lead + i] != 1)
+    if lead > 0:  # the new leading dims go (not kept as 1s for a reshape: a static program's
+        # target may have several dims known only at run time, which no reshape can infer)
+        g = apply(sum_, g, dim=tuple(range(lead)), keepdim=False)
+    dims = tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1)
     if dims:
         g = apply(sum_, g, dim=dims, keepdim=True)
     if g.shape != shape:

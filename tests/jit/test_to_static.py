@@ -1947,3 +1947,22 @@ def test_batchnorm1d_training_with_two_dynamic_dims():
     np.testing.assert_allclose(static_bn.weight.grad.numpy(), eager_bn.weight.grad.numpy(),
                                rtol=1e-4, atol=1e-5)
 
+
+def test_gradient_of_broadcast_input_with_two_dynamic_dims():
+    """The gradient of an input broadcast against new leading dims, whose own dims are all
+    known only at run time (a float (L, S) attention mask added to (N, H, L, S) scores), is
+    summed down to it (no reshape of (1, 1, -1, -1) to (-1, -1), which nothing can infer)."""
+    def f(scores, mask):
+        return (scores + mask).exp()
+
+    g = hf.jit.to_static(f, input_spec=[hf.jit.InputSpec([None, 2, None, None]),
+                                        hf.jit.InputSpec([None, None])])
+    rng = np.random.default_rng(1)
+    for n, length in ((2, 3), (3, 4)):
+        s = rng.standard_normal((n, 2, length, length)).astype("float32")
+        m = rng.standard_normal((length, length)).astype("float32")
+        s_t, m_t = hf.tensor(s, requires_grad=True), hf.tensor(m, requires_grad=True)
+        out = g(s_t, m_t)
+        out.sum().backward()
+        np.testing.assert_allclose(m_t.grad.numpy(), np.exp(s + m).sum((0, 1)), rtol=1e-5)
+        np.testing.assert_allclose(s_t.grad.numpy(), np.exp(s + m), rtol=1e-5)
