@@ -327,10 +327,33 @@ def _conv2d_kernel(xp, x, w, *, stride, padding, dilation, groups):
     return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
 
 
+def _runtime_input_size(input_size, gy, khw, attrs) -> tuple:
+    """``input_size`` with the spatial dims a static program only knew as -1 (InputSpec None
+    dims) taken from the gradient: for stride 1 an output length gives the input's exactly;
+    for a larger stride it does not (up to stride - 1 trailing input rows are never read)."""
+    sizes = []
+    for axis, (n, o, k, s, pads, d) in enumerate(zip(input_size, gy.shape[2:], khw,
+                                                     attrs["stride"], attrs["padding"],
+                                                     attrs["dilation"])):
+        if n == -1:
+            if s != 1:
+                raise ValueError(
+                    f"conv2d_input_grad: the input's spatial dim {axis + 2} is known only when "
+                    f"the program runs (an InputSpec None dim) and the stride is {s}, so its "
+                    f"size cannot be recovered from the gradient of shape {tuple(gy.shape)}; "
+                    f"give the input's height and width fixed sizes in the InputSpec to train "
+                    f"through this convolution")
+            n = o - pads[0] - pads[1] + d * (k - 1)
+        sizes.append(n)
+    return tuple(sizes)
+
+
 def _input_grad_kernel(xp, gy, w, *, input_size, stride, padding, dilation, groups):
     attrs = conv_attrs(stride, padding, dilation, groups)
     n, o = gy.shape[:2]
     c = w.shape[1] * groups
+    if -1 in tuple(input_size):
+        input_size = _runtime_input_size(input_size, gy, w.shape[2:], attrs)
     g = _geometry((n, c) + tuple(input_size), w.shape[2:], attrs["stride"], attrs["padding"],
                   attrs["dilation"])
     if groups > 1 and w.shape[1] == 1:

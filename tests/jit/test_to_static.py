@@ -1966,3 +1966,31 @@ def test_gradient_of_broadcast_input_with_two_dynamic_dims():
         out.sum().backward()
         np.testing.assert_allclose(m_t.grad.numpy(), np.exp(s + m).sum((0, 1)), rtol=1e-5)
         np.testing.assert_allclose(s_t.grad.numpy(), np.exp(s + m), rtol=1e-5)
+
+
+def test_conv2d_training_with_dynamic_height_and_width():
+    """A Conv2d whose input height and width are InputSpec None dims trains through a static
+    program: for stride 1 the input gradient takes its size from the gradient when the program
+    runs (it was computed for a -1 size: numpy's 'negative dimensions'); for stride 2, where the
+    size cannot be recovered, a clear error names the op and the remedy."""
+    spec = [hf.jit.InputSpec([None, 3, None, None])]
+    hf.manual_seed(0)
+    eager = nn.Conv2d(3, 4, 3, padding="same", dilation=2)
+    static = hf.jit.to_static(nn.Conv2d(3, 4, 3, padding="same", dilation=2), input_spec=spec)
+    static.load_state_dict(eager.state_dict())
+    rng = np.random.default_rng(0)
+    for shape in ((2, 3, 6, 7), (1, 3, 5, 9)):
+        x = rng.standard_normal(shape).astype("float32")
+        x_e, x_s = hf.tensor(x, requires_grad=True), hf.tensor(x, requires_grad=True)
+        out_e, out_s = eager(x_e), static(x_s)
+        (out_e * out_e).sum().backward()
+        (out_s * out_s).sum().backward()
+        np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(static.weight.grad.numpy(), eager.weight.grad.numpy(),
+                               rtol=1e-4, atol=1e-4)
+    strided = hf.jit.to_static(nn.Conv2d(3, 4, 3, stride=2, padding=1), input_spec=spec)
+    x = hf.tensor(rng.standard_normal((2, 3, 6, 7)).astype("float32"), requires_grad=True)
+    out = strided(x)
+    assert out.shape == (2, 4, 3, 4)
+    with pytest.raises(ValueError, match=r"conv2d_input_grad: .*stride is 2.*InputSpec"):
+        out.sum().backward()
