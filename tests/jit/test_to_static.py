@@ -1994,3 +1994,31 @@ def test_conv2d_training_with_dynamic_height_and_width():
     assert out.shape == (2, 4, 3, 4)
     with pytest.raises(ValueError, match=r"conv2d_input_grad: .*stride is 2.*InputSpec"):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_bias_kv_and_zero_attn_with_dynamic_batch(batch_first):
+    """MultiheadAttention(add_bias_kv=True, add_zero_attn=True) in a program whose batch is an
+    InputSpec None dim: the appended key / zero attention are built for the run-time batch (an
+    expand / zeros with n = -1 made a (1, 1, E) key that failed to concatenate, or a -1 size)."""
+    hf.manual_seed(0)
+    kw = dict(add_bias_kv=True, add_zero_attn=True, batch_first=batch_first)
+    eager = nn.MultiheadAttention(8, 2, **kw)
+    static = hf.jit.to_static(nn.MultiheadAttention(8, 2, **kw),
+                              input_spec=[hf.jit.InputSpec([None, None, 8])] * 3)
+    static.load_state_dict(eager.state_dict())
+    rng = np.random.default_rng(0)
+    for n, length in ((2, 3), (3, 5)):
+        shape = (n, length, 8) if batch_first else (length, n, 8)
+        x = rng.standard_normal(shape).astype("float32")
+        x_e, x_s = hf.tensor(x, requires_grad=True), hf.tensor(x, requires_grad=True)
+        (out_e, w_e), (out_s, w_s) = eager(x_e, x_e, x_e), static(x_s, x_s, x_s)
+        np.testing.assert_allclose(out_s.detach().numpy(), out_e.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(w_s.detach().numpy(), w_e.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        (out_e * out_e).sum().backward()
+        (out_s * out_s).sum().backward()
+        np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(static.bias_k.grad.numpy(), eager.bias_k.grad.numpy(),
+                               rtol=1e-4, atol=1e-5)

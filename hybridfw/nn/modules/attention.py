@@ -5,7 +5,7 @@ import math
 
 from ...dtypes import bool_
 from ...ops.composite import cat
-from ...ops.factories import empty, zeros
+from ...ops.factories import empty, zeros_like
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -31,7 +31,7 @@ def _pad_key_dim(mask):
     """Append one unmasked key position (a zero / False column) to a mask."""
     if mask is None:
         return None
-    extra = zeros(*mask.shape[:-1], 1, dtype=mask.dtype, device=mask.device)
+    extra = zeros_like(mask[..., :1])  # (not zeros(*mask.shape...): a dim may be -1 in a program)
     return cat([mask, extra], -1)
 
 
@@ -199,9 +199,12 @@ class MultiheadAttention(Module):
         n, tgt_len = query.shape[1 - seq_dim], query.shape[seq_dim]
         q, k, v = self._project(query, key, value)
         if self.bias_k is not None:
-            shape = (1, n, self.embed_dim) if seq_first else (n, 1, self.embed_dim)
-            k = cat([k, self.bias_k.expand(shape)], seq_dim)
-            v = cat([v, self.bias_v.expand(shape)], seq_dim)
+            # one key per batch entry: broadcast against a zero (1, N, E) / (N, 1, E) slice of
+            # k (not expand(n): a program knowing n only at run time has it as -1, which
+            # expand reads as "keep the size 1")
+            like = zeros_like(k[:1] if seq_first else k[:, :1])
+            k = cat([k, self.bias_k + like], seq_dim)
+            v = cat([v, self.bias_v + like], seq_dim)
         src_len = k.shape[seq_dim]
         heads, head_dim = self.num_heads, self.head_dim
         to_heads = (1, 2, 0, 3) if seq_first else (0, 2, 1, 3)
@@ -214,8 +217,9 @@ class MultiheadAttention(Module):
         attn_mask, key_padding_mask = self._masks(attn_mask, key_padding_mask, is_causal,
                                                   batched, n, tgt_len, src_len)
         if self.add_zero_attn:
-            k = cat([k, zeros(n, heads, 1, head_dim, dtype=k.dtype, device=k.device)], 2)
-            v = cat([v, zeros(n, heads, 1, head_dim, dtype=v.dtype, device=v.device)], 2)
+            # (zeros_like, not zeros(n, ...): a program may know the batch n only at run time)
+            k = cat([k, zeros_like(k[:, :, :1])], 2)
+            v = cat([v, zeros_like(v[:, :, :1])], 2)
             attn_mask = _pad_key_dim(attn_mask)
             key_padding_mask = _pad_key_dim(key_padding_mask)
 
