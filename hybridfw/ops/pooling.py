@@ -193,8 +193,11 @@ def _runtime_input_shape(op: str, input_shape, g) -> tuple:
     from the gradient (which has the same ones); spatial dims must be known."""
     n, c, h, w = input_shape
     if h == -1 or w == -1:
-        raise ValueError(f"{op}: the spatial dims of the input must be known when the program is "
-                         f"built, got input shape {tuple(input_shape)}")
+        raise ValueError(f"{op}: the input's height and width must be known when the program is "
+                         f"built, got input shape {tuple(input_shape)} (InputSpec None dims; "
+                         f"the gradient of shape {tuple(g.shape)} does not determine them): give "
+                         f"them fixed sizes in the InputSpec to train through "
+                         f"{op.replace('_backward', '')}")
     return (g.shape[0] if n == -1 else n, g.shape[1] if c == -1 else c, h, w)
 
 

@@ -2022,3 +2022,20 @@ def test_multihead_attention_bias_kv_and_zero_attn_with_dynamic_batch(batch_firs
         np.testing.assert_allclose(x_s.grad.numpy(), x_e.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(static.bias_k.grad.numpy(), eager.bias_k.grad.numpy(),
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layer, op", [(nn.MaxPool2d(2), "max_pool2d"),
+                                       (nn.AvgPool2d(2), "avg_pool2d"),
+                                       (nn.AdaptiveAvgPool2d(1), "adaptive_avg_pool2d")])
+def test_pool_training_with_dynamic_height_and_width_names_the_remedy(layer, op):
+    """A pooling layer whose input height and width are InputSpec None dims runs forward; its
+    gradient, which cannot recover those sizes, raises a ValueError naming the op, the shapes
+    and the remedy (fixed sizes in the InputSpec)."""
+    static = hf.jit.to_static(layer, input_spec=[hf.jit.InputSpec([None, 2, None, None])])
+    x = np.random.default_rng(0).standard_normal((2, 2, 4, 6)).astype("float32")
+    x_t = hf.tensor(x, requires_grad=True)
+    out = static(x_t)
+    np.testing.assert_allclose(out.detach().numpy(), layer(hf.tensor(x)).numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match=rf"{op}_backward: .*\(-1, 2, -1, -1\).*fixed sizes in "
+                                         rf"the InputSpec to train through {op}"):
+        out.sum().backward()
