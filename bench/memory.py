@@ -183,15 +183,19 @@ def static_entry(model):
 
 
 def arena_bytes(entry):
-    """Bytes of the forward and backward arenas of ``entry`` (compiled, cached plans)."""
+    """Bytes of the forward and backward arenas of ``entry`` (compiled, cached plans), and
+    ``total``: of the distinct arenas (the plans of one executor share one)."""
     progs = {id(entry.program): "forward"}
     if getattr(entry, "backward_program", None) is not None:
         progs[id(entry.backward_program)] = "backward"
     out = {"forward": 0, "backward": 0}
+    distinct = {}
     for compiled in entry.executor._cache.values():
         kind = progs.get(id(compiled.program))
         if kind is not None:
             out[kind] = max(out[kind], int(compiled.arena.nbytes))
+            distinct[id(compiled.arena)] = int(compiled.arena.nbytes)
+    out["total"] = sum(distinct.values())
     return out
 
 
@@ -350,7 +354,7 @@ def measure(mode, depth, width, batch, repeat, budget_fraction=None):
     if static:
         entry = static_entry(model)
         arenas = arena_bytes(entry)
-        row["arenas"] = arenas["forward"] + arenas["backward"]
+        row["arenas"] = arenas["total"]
         row["saved"] = holder["saved"] - holder["saved_inputs"]
         row["step_peak"] = tm_peak + row["arenas"]
         row["act_peak"] = act + row["arenas"]

@@ -326,14 +326,17 @@ def runtime_helpers(xp, arena) -> dict:
     """Functions generated code calls: ``_fix`` (a fresh kernel result as an array of the given
     dtype that does not alias the arena), ``_as_array`` (numpy scalars from indexing become 0-d
     arrays), ``_own`` (a value a control-flow step left in ``env``: numpy scalars become arrays) and
-    ``_copyto`` (a copy into an arena view, which it returns)."""
+    ``_copyto`` (a copy into an arena view, which it returns). ``arena``: None, or a one-item
+    list holding the arena (the executor puts a larger one there when its plans' shared arena
+    grows)."""
     ndarray = xp.ndarray
     asarray = xp.asarray
 
     def views_arena(value) -> bool:
         base = value.base
+        current = arena[0]
         while base is not None:
-            if base is arena:
+            if base is current:
                 return True
             base = getattr(base, "base", None)
         return False

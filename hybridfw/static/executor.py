@@ -1,7 +1,8 @@
 """The executor: compiles a program once per feed signature into a generated function, then runs it.
 
 Compiling resolves every shape for the feed shapes, plans the arena
-(:func:`~hybridfw.static.memory_plan.plan_arena`), allocates it once, and generates one Python
+(:func:`~hybridfw.static.memory_plan.plan_arena`), takes it from the executor's shared one
+(grown if needed, once), and generates one Python
 function (:mod:`~hybridfw.static.codegen`) whose lines call the kernels directly: planned values
 are written into their arena views through the kernels' ``out=`` (ops without ``out=`` compute a
 fresh result that is copied into the view), values on the heap are dropped after their last use.
@@ -9,7 +10,9 @@ Running costs one call of that function: no dictionary lookups, inference or val
 
 Operators run in one serial order (one thread, one CUDA stream), which is what keeps the arena
 plan valid: a region is reused only after every operator reading its previous value has run. For
-the same reason one compiled plan must not run twice at the same time (from two threads). The
+the same reason the plans of one executor, which share one arena (:class:`ArenaPool`: a
+to_static program's forward and backward need the larger of their arenas, not both), must not
+run at the same time (from two threads). The
 one exception, on CPU with ``hf.set_num_interop_threads`` >= 2 (the default on two cores or
 more): large matrix products off the critical path run on a worker thread
 (:mod:`~hybridfw.static.streams`), launched at their place in the order and waited for where
@@ -319,8 +322,23 @@ class CompiledProgram:
     through ``storage``), ``fetch_names``.
     """
 
-    __slots__ = ("arena", "asyncs", "donated", "fetch_names", "function", "lowering", "memory",
-                 "program", "runs", "source", "storage")
+    __slots__ = ("_storage", "arena", "asyncs", "cell", "donated", "fetch_names", "function",
+                 "lowering", "memory", "namespace", "pool", "program", "runs", "source", "views",
+                 "__weakref__")
+
+    @property
+    def storage(self) -> Storage:
+        """What ``hf.memory`` counts for the arena (the shared one's, in an :class:`ArenaPool`)."""
+        return self._storage if self.pool is None else self.pool.storage
+
+    def rebind(self, arena) -> None:
+        """Move the plan's arena views into ``arena`` (at least as large): the names its
+        generated code reads them by are rebound, nothing is compiled again."""
+        namespace = self.namespace
+        for name, offset, nbytes, dtype, shape in self.views:
+            view = arena[offset:offset + nbytes]
+            namespace[name] = view if dtype is None else view.view(dtype).reshape(shape)
+        namespace["_arena"] = self.cell[0] = self.arena = arena
 
     def __call__(self, arrays):
         """The fetched arrays; the plan of a program with donated inputs (``function(list)``)
@@ -332,6 +350,49 @@ class CompiledProgram:
     def __repr__(self) -> str:
         return f"CompiledProgram({len(self.program.global_block().ops)} ops; " \
                f"{self.memory.summary()})"
+
+
+class ArenaPool:
+    """The one arena the plans of an :class:`Executor` share on one device: they run one at a
+    time, so a to_static program's forward and backward plans (and the plans of other batch
+    shapes) need the largest of their arenas, not the sum. A plan needing more than the arena
+    holds grows it: a larger one is allocated and every plan using the old one moves its views
+    there (:meth:`CompiledProgram.rebind`); the old one is freed. ``hf.memory`` counts the arena
+    once (``storage``) while a plan using it is alive (plans and their functions hold the pool;
+    the executor only a weak reference).
+
+    Growing happens only on the thread that runs the plans (in ``Executor.run``'s lookup, never
+    while one of them runs); a background compilation (tiering) that does not fit takes a
+    private arena instead."""
+
+    __slots__ = ("array", "lock", "plans", "storage", "xp", "__weakref__")
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.array = self.storage = None
+        self.plans = weakref.WeakSet()
+        self.lock = threading.Lock()
+
+    def take(self, nbytes: int, grow: bool = True):
+        """The shared arena, grown to ``nbytes`` if needed (None: too small and ``grow`` off)."""
+        with self.lock:
+            if self.array is not None and self.array.nbytes >= nbytes:
+                return self.array
+            if not grow:
+                return None
+            array = self.xp.empty(nbytes, dtype=np.uint8)
+            for plan in list(self.plans):
+                plan.rebind(array)
+            self.array, self.storage = array, None  # (the old arena's storage goes first)
+            self.storage = Storage(array.nbytes, array_device(array))
+            return array
+
+    def join(self, plan: CompiledProgram) -> None:
+        """Register ``plan`` (built on the arena :meth:`take` gave) to follow the arena."""
+        with self.lock:
+            if plan.arena is not self.array:  # grown meanwhile (a background compilation)
+                plan.rebind(self.array)
+            self.plans.add(plan)
 
 
 def _fetch_needs_copy(memory: MemoryPlan, name: str) -> bool:
@@ -362,7 +423,8 @@ def gc_paused():
 
 
 def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, poison: bool,
-                     copy_into_arena: bool, lower: bool = False) -> CompiledProgram:
+                     copy_into_arena: bool, lower: bool = False, pool: ArenaPool | None = None,
+                     grow: bool = True) -> CompiledProgram:
     block = program.global_block()
     registry = all_ops()
     heap = []
@@ -392,20 +454,29 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
                 keep[name] = max(keep.get(name, anchor), anchor)
     memory = plan_arena(program, feed_shapes, fetch_names, heap=heap, alignment=alignment,
                         keep_alive=keep, shapes=shapes)
-    arena = xp.empty(memory.arena_bytes, dtype=np.uint8)
+    arena = None if pool is None else pool.take(memory.arena_bytes, grow)
+    if arena is None:  # a private arena
+        pool = None
+        arena = xp.empty(memory.arena_bytes, dtype=np.uint8)
 
     fs = FunctionSource("run_plan", xp)
-    fs.namespace.update(runtime_helpers(xp, arena))
+    cell = [arena]
+    fs.namespace.update(runtime_helpers(xp, cell))
     fs.namespace["_arena"] = arena
-    buffers, poison_after = {}, {}
+    fs.namespace["_pool"] = pool  # (what its functions hold keeps the shared arena counted)
+    buffers, poison_after, views = {}, {}, []
     for name, offset in memory.offsets.items():
         meta = memory.metas[name]
-        view = arena[offset:offset + memory.nbytes(name)].view(meta.dtype.np).reshape(meta.shape)
+        nbytes = memory.nbytes(name)
+        view = arena[offset:offset + nbytes].view(meta.dtype.np).reshape(meta.shape)
         buffers[name] = fs.const(view, f"buf_{name}")
+        views.append((buffers[name], offset, nbytes, meta.dtype.np, meta.shape))
     if poison:
         for buf, end in memory.buffer_end.items():
             offset = memory.offsets[buf]
-            region = fs.const(arena[offset:offset + memory.nbytes(buf)], f"free_{buf}")
+            nbytes = memory.nbytes(buf)
+            region = fs.const(arena[offset:offset + nbytes], f"free_{buf}")
+            views.append((region, offset, nbytes, None, None))
             poison_after.setdefault(end, []).append(region)
 
     slots: dict = {}
@@ -448,13 +519,20 @@ def _compile_program(program: Program, feed_shapes: dict, fetch_names, xp, *, po
     compiled.program = program
     compiled.memory = memory
     compiled.arena = arena
-    # hf.memory counts the arena for as long as the compiled plan is cached
-    compiled.storage = Storage(arena.nbytes, array_device(arena))
+    compiled.namespace = fs.namespace
+    compiled.views = views
+    compiled.cell = cell
+    compiled.pool = pool
+    # hf.memory counts a private arena for as long as the compiled plan is cached, a shared one
+    # for as long as a plan using it is
+    compiled._storage = Storage(arena.nbytes, array_device(arena)) if pool is None else None
     compiled.fetch_names = tuple(fetch_names)
     compiled.lowering = lowered
     compiled.asyncs = asyncs
     compiled.runs = 0
     compiled.donated = bool(program.donated)
+    if pool is not None:
+        pool.join(compiled)
     return compiled
 
 
@@ -519,6 +597,7 @@ class Executor:
                 not in ("0", "false", "no", "off")
         self.tier_background = bool(tier_background)
         self._tiering: list = []  # background compilations in flight (threads)
+        self._pools = weakref.WeakValueDictionary()  # array module -> ArenaPool of its plans
 
     def finish_tiering(self, timeout: float | None = None) -> bool:
         """Wait for the background compilations of ``backend='auto'`` (each at most
@@ -620,7 +699,8 @@ class Executor:
             return compiled
 
         def work():
-            compiled = self._compile(program, feed_shapes, fetch_names, xp, True, interpreted)
+            compiled = self._compile(program, feed_shapes, fetch_names, xp, True, interpreted,
+                                     grow=False)
             if self._cache.get(key) is interpreted:  # not dropped or replaced meanwhile
                 self._cache[key] = compiled
         thread = threading.Thread(target=work, name="hybridfw-tiering", daemon=True)
@@ -629,9 +709,19 @@ class Executor:
         thread.start()
         return interpreted
 
-    def _compile(self, program, feed_shapes, fetch_names, xp, lower: bool, interpreted=None):
+    def _pool(self, xp) -> ArenaPool:
+        pool = self._pools.get(xp)
+        if pool is None:
+            pool = self._pools[xp] = ArenaPool(xp)
+        return pool
+
+    def _compile(self, program, feed_shapes, fetch_names, xp, lower: bool, interpreted=None,
+                 grow: bool = True):
         """A plan, with compiled regions when ``lower`` and possible; ``interpreted`` (the plan
-        it replaces) is kept when no region compiles. A plan that tried holds ``runs == -1``."""
+        it replaces) is kept when no region compiles. A plan that tried holds ``runs == -1``.
+        ``grow``: whether the shared arena may grow (only on the thread running the plans)."""
+        options = dict(poison=self.debug_poison, copy_into_arena=self.copy_into_arena,
+                       pool=self._pool(xp), grow=grow)
         if lower and not lowering_available():
             lower = False
         if not lower:
@@ -639,19 +729,15 @@ class Executor:
                 interpreted.runs = -1
                 return interpreted
             with gc_paused():  # (not around numba's compilation: seconds of its own garbage)
-                return _compile_program(program, feed_shapes, fetch_names, xp,
-                                        poison=self.debug_poison,
-                                        copy_into_arena=self.copy_into_arena)
+                return _compile_program(program, feed_shapes, fetch_names, xp, **options)
         try:
-            compiled = _compile_program(program, feed_shapes, fetch_names, xp,
-                                        poison=self.debug_poison,
-                                        copy_into_arena=self.copy_into_arena, lower=True)
+            compiled = _compile_program(program, feed_shapes, fetch_names, xp, lower=True,
+                                        **options)
         except Exception as exc:  # noqa: BLE001 - a lowering bug must not break the program
             _lowering_logger.warning("hybridfw: compiling regions failed (%s: %s); the program "
                                      "runs on the interpreter", type(exc).__name__, exc)
-            compiled = interpreted or _compile_program(
-                program, feed_shapes, fetch_names, xp, poison=self.debug_poison,
-                copy_into_arena=self.copy_into_arena)
+            compiled = interpreted or _compile_program(program, feed_shapes, fetch_names, xp,
+                                                       **options)
         else:
             if interpreted is not None and not (compiled.lowering and
                                                 compiled.lowering.regions):

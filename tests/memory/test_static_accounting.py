@@ -58,7 +58,9 @@ def test_saved_values_are_counted_until_backward_frees_them():
     for m in (eager, static):          # warm up: trace, compile, and create the .grad tensors
         m(x).sum().backward()
     entry = static.forward._last
-    arenas = sum(c.storage.nbytes for c in entry.executor._cache.values())
+    storages = {id(c.storage): c.storage.nbytes for c in entry.executor._cache.values()}
+    assert len(storages) == 1  # the forward and backward plans share one arena
+    arenas = sum(storages.values())
     fwd_eager, bwd_eager = _step_figures(eager, x)
     fwd_static, bwd_static = _step_figures(static, x)
     act = 16 * 32 * 4

@@ -439,3 +439,90 @@ def test_python_lists_and_numbers_feed_in_the_inputs_dtype():
 
 def test_get_default_device():
     assert hf.get_default_device() == hf.device("cpu")
+
+
+def _chain_program(n):
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [n])
+        y = ((x * 2.0).exp() + x).tanh() * 3.0 + x.sin()
+    return prog, y
+
+
+def test_plans_of_one_executor_share_one_arena_that_grows_once_needed():
+    """Two programs in one executor: the second, larger, grows the shared arena; the first
+    plan's views move there (no recompilation) and both still compute right, poisoned; hf.memory
+    counts the arena once, and not after the plans are gone."""
+    import gc
+    gc.collect()
+    base = hf.memory.allocated()
+    exe = Executor(debug_poison=True)
+    small, y_small = _chain_program(64)
+    large, y_large = _chain_program(4096)
+    xs = np.linspace(-1, 1, 64, dtype=np.float32)
+    xl = np.linspace(-2, 2, 4096, dtype=np.float32)
+
+    def want(x):
+        return np.tanh(np.exp(x * 2) + x) * 3 + np.sin(x)
+
+    (got,) = exe.run(small, feed={"x": xs}, fetch_list=[y_small], return_numpy=True)
+    np.testing.assert_allclose(got, want(xs), rtol=1e-5)
+    first = exe.compile(small, {"x": xs}, [y_small])
+    function, before = first.function, first.arena
+    assert hf.memory.allocated() - base == before.nbytes
+    (got,) = exe.run(large, feed={"x": xl}, fetch_list=[y_large], return_numpy=True)
+    np.testing.assert_allclose(got, want(xl), rtol=1e-5)
+    second = exe.compile(large, {"x": xl}, [y_large])
+    assert second.arena is first.arena and first.arena is not before  # grown, first rebound
+    assert first.arena.nbytes == second.memory.arena_bytes > before.nbytes
+    assert first.function is function                     # not compiled again
+    assert first.storage is second.storage
+    assert hf.memory.allocated() - base == first.arena.nbytes  # counted once, the old one freed
+    for _ in range(2):
+        (got,) = exe.run(small, feed={"x": xs}, fetch_list=[y_small], return_numpy=True)
+        np.testing.assert_allclose(got, want(xs), rtol=1e-5)
+        (got,) = exe.run(large, feed={"x": xl}, fetch_list=[y_large], return_numpy=True)
+        np.testing.assert_allclose(got, want(xl), rtol=1e-5)
+    del first, second, function, before
+    exe.clear_cache()
+    assert hf.memory.allocated() == base
+
+
+def test_a_background_compilation_that_does_not_fit_takes_a_private_arena():
+    exe = Executor()
+    small, y_small = _chain_program(64)
+    large, y_large = _chain_program(4096)
+    xs, xl = np.ones(64, np.float32), np.ones(4096, np.float32)
+    shared = exe.compile(small, {"x": xs}, [y_small])
+    pool = exe._pool(np)
+    plan = executor_module._compile_program(large, {"x": (4096,)}, [y_large.name], np,
+                                            poison=False, copy_into_arena=True, pool=pool,
+                                            grow=False)
+    assert plan.pool is None and plan.arena is not shared.arena   # private
+    assert pool.array is shared.arena                                 # not grown
+    assert plan.storage.nbytes == plan.arena.nbytes
+    np.testing.assert_allclose(plan([xl])[0], np.tanh(np.exp(2.0) + 1) * 3 + np.sin(1.0),
+                               rtol=1e-5)
+
+
+def test_to_static_forward_and_backward_share_the_arena():
+    hf.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 8))
+    eager = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 8))
+    eager.load_state_dict(model.state_dict())
+    static = hf.jit.to_static(model)
+    x = hf.randn(16, 32)
+    for _ in range(2):
+        for m in (eager, static):
+            m.zero_grad()
+            (m(x) ** 2).mean().backward()
+        for (name, p), q in zip(static.named_parameters(), eager.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7,
+                                       err_msg=name)
+    entry = static.forward._last
+    plans = list(entry.executor._cache.values())
+    assert {id(p.program) for p in plans} == {id(entry.program), id(entry.backward_program)}
+    assert len({id(p.arena) for p in plans}) == 1
+    assert plans[0].arena.nbytes == max(p.memory.arena_bytes for p in plans)
