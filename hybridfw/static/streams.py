@@ -32,9 +32,12 @@ own on first use.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import queue
 import threading
+
+from ..ops.registry import all_ops
 
 __all__ = ["FLOPS", "MIN_MACS", "active", "blas_threads", "drain", "get_num_interop_threads",
            "plan_async", "set_num_interop_threads", "submit"]
@@ -44,6 +47,7 @@ MIN_MACS = 1 << 23      # smaller products cost less than handing them to anothe
 FLOPS = 50e9            # one core's float32 BLAS rate for these shapes (bench/codegen.py)
 BYTES_PER_S = 10e9      # memory traffic of the other operators
 OP_OVERHEAD_S = 1e-6    # dispatch of one operator
+WAIT_MARGIN = 2.0       # a product is waited for once predicted done this many times over
 
 
 def _default_threads() -> int:
@@ -242,11 +246,55 @@ def _macs(op, metas) -> int:
     return batch * m * k * n
 
 
+def _memory_ends(ops, op_infos, live, donated) -> dict:
+    """For each value whose memory a plan frees (made by an operator and not a view, or a
+    donated input): the last operator reading it or a view of it."""
+    registry = all_ops()
+    aliases = {}
+    for i, op in enumerate(ops):
+        if op_infos[i] is not None and registry[op.type].view and isinstance(op.inputs[0], str):
+            aliases[op.outputs[0]] = aliases.get(op.inputs[0], op.inputs[0])
+    ends = {}
+    for name, last in live.last_use.items():
+        root = aliases.get(name, name)
+        if (root in live.definition and root not in aliases) or root in donated:
+            if ends.get(root, -1) < last:
+                ends[root] = last
+    return ends, aliases
+
+
+def _freed_after(op, ends, aliases):
+    """The last operator reading the memory of ``op``'s operands that the plan frees (see
+    :func:`_memory_ends`), were the product not running on the worker; None when none is."""
+    found = [ends[root] for root in (aliases.get(n, n) for n in op.input_names()) if root in ends]
+    return max(found) if found else None
+
+
+def _early_anchor(i, anchor, main, ready, cost, starts, freed) -> int:
+    """Where to wait for a product launched at ``i`` (its result first read at ``anchor``):
+    the first operator the main thread is predicted to reach once the worker has finished it
+    (``ready``, with a margin), when that comes before ``anchor``. Waiting there costs nothing
+    and ends the operands' lifetimes (:func:`~hybridfw.static.memory_plan.plan_arena`'s
+    ``keep_alive``) early: the weight gradients of a backward, read only as fetched results at
+    the end, held every step's operands to the end (a 16-layer MLP's backward arena: 4.25 MiB
+    instead of 0.5). Never before the operands' own last reads (``freed``: see :func:`_freed_after`;
+    None: nothing to free, the anchor stays). A wait inside a compiled region moves to the
+    region's start."""
+    if freed is None or freed + 1 >= anchor:
+        return anchor  # waiting earlier would free nothing
+    # the main thread's time at operator j, future stalls left out (they only make it later)
+    j = bisect.bisect_left(cost, ready - main + cost[i + 1], max(i + 2, freed + 1), anchor)
+    j = starts.get(j, j)
+    return j if i + 1 < j < anchor else anchor
+
+
 def plan_async(block, metas, op_infos, live, inside=frozenset(), starts=None) -> dict:
     """``{op index: anchor}`` for the ``matmul`` operators of ``block`` (a flat block: the
     global one of a compiled plan) to run on the worker; the anchor is the index of the first
     operator that reads the result (the start of the compiled region holding it, when a region
-    reads it; ``live.num_ops`` for a fetched result), before which the plan waits for it.
+    reads it; ``live.num_ops`` for a fetched result), or an earlier one where it is predicted
+    done and its operands' memory can go (:func:`_early_anchor`), before which the plan waits
+    for it.
 
     ``inside``: indices of operators inside compiled regions (never launched; their reads
     anchor at the region's start, given by ``starts``: op index -> region start).
@@ -256,6 +304,8 @@ def plan_async(block, metas, op_infos, live, inside=frozenset(), starts=None) ->
     ops = block.ops
     n = len(ops)
     starts = starts or {}
+    donated = (getattr(block.program, "donated", None) or ()) if block.idx == 0 else ()
+    ends, aliases = _memory_ends(ops, op_infos, live, donated)
     candidate = [op.type == "matmul" and i not in inside and op_infos[i] is not None and
                  op_infos[i][1].np.kind == "f" and all(isinstance(a, str) for a in op.inputs) and
                  _macs(op, metas) >= MIN_MACS for i, op in enumerate(ops)]
@@ -289,8 +339,10 @@ def plan_async(block, metas, op_infos, live, inside=frozenset(), starts=None) ->
                 start = max(main, worker_free)
                 hidden = cost[anchor] - cost[i + 1]
                 if start + step <= main + hidden + 0.5 * step:
-                    chosen[i] = anchor
                     worker_free = start + step
+                    anchor = _early_anchor(i, anchor, main, worker_free + WAIT_MARGIN * step,
+                                           cost, starts, _freed_after(op, ends, aliases))
+                    chosen[i] = anchor
                     pending[out] = (anchor, worker_free)
                     continue
         main += step

@@ -249,3 +249,45 @@ def test_blas_threads_asks_the_library_else_the_environment(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS")
     monkeypatch.setattr(streams.os, "cpu_count", lambda: 6)
     assert streams.blas_threads() == 6  # unknown: every core
+
+
+def test_a_product_read_only_at_the_end_is_waited_for_once_done_and_frees_its_operands(threads):
+    """Weight-gradient-like products (fetched, read by nothing else) are waited for where the
+    main thread is predicted to have covered them, not at the plan's end: their operands'
+    memory (values the plan makes) is reused from there, so the arena is smaller; the results
+    are bitwise the one-thread plan's, and a poisoned run shows no read after free."""
+    n = 256
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a, g, e = hf.static.data("a", [n, n]), hf.static.data("g", [n, n]), \
+            hf.static.data("e", [1024, 1024])
+        products = []
+        for _ in range(4):
+            g = (g * 0.5).tanh() + 1.0           # made here: arena memory
+            products.append(a @ g)               # fetched only: first read "at the end"
+            g = g * 2.0
+            e = ((e * 0.5).tanh() * 1.5).sin()   # main-thread work covering the product
+        rest = g.sum() + e.sum()
+    feed = {"a": RNG.standard_normal((n, n)).astype(np.float32),
+            "g": RNG.standard_normal((n, n)).astype(np.float32),
+            "e": RNG.standard_normal((1024, 1024)).astype(np.float32)}
+    fetch = products + [rest]
+    threads(2)
+    plan = hf.static.Executor(debug_poison=True).compile(prog, feed=feed, fetch_list=fetch)
+    assert len(plan.asyncs) == 4, plan.source
+    ops = prog.global_block().ops
+    early = [(i, anchor) for i, anchor in plan.asyncs.items() if anchor < len(ops)]
+    assert len(early) >= 3, plan.asyncs
+    memory = plan.memory
+    for i, anchor in early:
+        assert anchor > i + 1
+        operand = memory.root(ops[i].inputs[1])
+        assert memory.buffer_end[memory.buffer_of[operand]] < len(ops)
+    threads(1)
+    serial = hf.static.Executor().compile(prog, feed=feed, fetch_list=fetch)
+    assert serial.asyncs == {}
+    arrays = [feed[name] for name in prog.feeds]
+    expected = serial(arrays)
+    for _ in range(3):
+        for got, want in zip(plan(arrays), expected):
+            np.testing.assert_array_equal(got, want)
