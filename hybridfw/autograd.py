@@ -1,9 +1,10 @@
 """``hf.autograd``: gradients of tensors with respect to other tensors, and grad mode."""
 from __future__ import annotations
 
-from .dygraph.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .dygraph.autograd import (enable_grad, inference_mode, is_grad_enabled, no_grad,
+                               set_grad_enabled)
 from .dygraph.gradcheck import GradcheckError, gradcheck
 from .dygraph.tensor import backward, grad
 
 __all__ = ["grad", "backward", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "gradcheck", "GradcheckError"]
+           "inference_mode", "gradcheck", "GradcheckError"]

@@ -20,7 +20,8 @@ from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "run_backward", "GradMode", "GradModeContext", "BackwardPass",
+           "inference_mode", "run_backward", "accumulate_captured", "GradMode",
+           "GradModeContext", "BackwardPass",
            "register_post_accumulate_grad_hook", "register_hook", "queue_callback"]
 
 
@@ -113,6 +114,43 @@ class no_grad(GradModeContext):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with no_grad():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class inference_mode(GradModeContext):
+    """PyTorch's ``torch.inference_mode``: here the same as :class:`no_grad` (``mode=False``
+    changes nothing): ``with hf.inference_mode(): ...``, ``@hf.inference_mode()`` or
+    ``@hf.inference_mode``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> w = hf.ones(2, requires_grad=True)
+        >>> with hf.inference_mode():
+        ...     (w * 2).requires_grad
+        False
+    """
+
+    def __new__(cls, mode=True):
+        return super().__new__(cls) if not callable(mode) else _bare_decorator(cls, mode)
+
+    def __init__(self, mode: bool = True):
+        super().__init__(False)
+        self.disabled = not mode
+
+    def __enter__(self):
+        self.prev.append(GradMode.enabled)
+        if not self.disabled:
+            GradMode.enabled = False
+        return self
+
+    def __call__(self, fn):
+        mode = not self.disabled
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
                 return fn(*args, **kwargs)
         return wrapper
 
@@ -499,7 +537,16 @@ def _run_node(node, g, make, buffers, leaves, capture, needed, targets):
             leaves[eid] = e
 
 
-def _accumulate_leaf(leaf, g, taken: set, create_graph: bool) -> None:
+def accumulate_captured(tensors, grads, root_grads, create_graph: bool) -> None:
+    """``backward(inputs=...)``: add the gradients a capturing pass returned (their tensors'
+    hooks have run) into those tensors' ``.grad``, as the pass would have for leaves."""
+    taken = {id(g._storage) for g in root_grads}
+    for t, g in zip(tensors, grads):
+        if g is not None:
+            _accumulate_leaf(t, g, taken, create_graph, hooked=True)
+
+
+def _accumulate_leaf(leaf, g, taken: set, create_graph: bool, hooked: bool = False) -> None:
     """Add ``g`` into ``leaf.grad``, then run the leaf's post-accumulate hooks.
 
     A gradient tensor may be shared (add passes one gradient to both inputs, a view shares
@@ -507,7 +554,8 @@ def _accumulate_leaf(leaf, g, taken: set, create_graph: bool) -> None:
     nothing else in this pass holds (``taken``); otherwise it gets a copy, so in-place updates
     of one .grad (clip_grad_norm_, accumulation) never leak into another.
     """
-    g = _leaf_grad(leaf, g)
+    if not hooked:
+        g = _leaf_grad(leaf, g)
     if g is None:
         return
     if leaf.grad is None:

@@ -282,14 +282,14 @@ class Tensor(TensorMethods):
                                                                else f"cuda:{device}"))
 
     # ---- autograd ---------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, *,
-                 grad=None) -> None:
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
+                 inputs=None, *, grad=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``grad=`` aliases
-        ``gradient``)."""
+        ``gradient``); with ``inputs`` (tensors), into those tensors' ``.grad`` only."""
         if grad is not None:
             gradient = grad
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
-                 create_graph=create_graph)
+                 create_graph=create_graph, inputs=inputs)
 
     def register_hook(self, hook):
         """Run ``hook(grad)`` on this tensor's gradient each time backward computes it; a hook
@@ -573,21 +573,59 @@ def _check_root(t, g, i):
     return g
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
-    """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,
+             inputs=None) -> None:
+    """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``;
+    with ``inputs`` (a tensor or a sequence of them, leaves or not), into those tensors'
+    ``.grad`` only (the others' stay as they are).
+
+    Example::
+
+        >>> a, b = hf.ones(2, requires_grad=True), hf.ones(2, requires_grad=True)
+        >>> hf.autograd.backward((a * b * 3).sum(), inputs=[a])
+        >>> a.grad.tolist(), b.grad
+        ([3.0, 3.0], None)
+    """
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     grads = [None] * len(tensors) if grad_tensors is None else (
         [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors))
     grads = [_check_root(t, g, i) for i, (t, g) in enumerate(zip(tensors, grads))]
     if retain_graph is None:
         retain_graph = create_graph
-    autograd.run_backward(Tensor, tensors, grads, retain_graph=retain_graph,
-                          create_graph=create_graph)
+    if inputs is None:
+        autograd.run_backward(Tensor, tensors, grads, retain_graph=retain_graph,
+                              create_graph=create_graph)
+        return
+    inputs = _backward_inputs(inputs)
+    got = autograd.run_backward(Tensor, tensors, grads, retain_graph=retain_graph,
+                                create_graph=create_graph, capture=inputs)
+    autograd.accumulate_captured(inputs, got, grads, create_graph)
+
+
+def _backward_inputs(inputs) -> list:
+    """The distinct tensors of ``backward(inputs=...)``, checked."""
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise RuntimeError("backward: inputs=... cannot be empty; leave it out to accumulate "
+                           "into every leaf")
+    distinct, seen = [], set()
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: inputs[{i}] is a {type(t).__name__}, not an hf.Tensor")
+        if not t._rg:
+            raise RuntimeError(f"backward: inputs[{i}] (shape {t.shape}) does not require grad, "
+                               "so it can get no .grad")
+        if id(t) not in seen:
+            seen.add(id(t))
+            distinct.append(t)
+    return distinct
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused: bool = False):
+         allow_unused: bool | None = None, materialize_grads: bool = False):
     """Gradients of ``outputs`` with respect to ``inputs`` (a tuple), without touching ``.grad``.
+    An input the outputs do not depend on raises, or with ``allow_unused=True`` gets None (or
+    zeros with ``materialize_grads=True``).
 
     Example::
 
@@ -607,6 +645,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                                 + (" (static values have no eager autograd graph: in a "
                                    "converted function use hf.static.gradients)"
                                    if hasattr(t, "block") else ""))
+    if materialize_grads:
+        if allow_unused is False:
+            raise ValueError("grad: materialize_grads=True gives zeros for unused inputs; it "
+                             "needs allow_unused=True or left out, got allow_unused=False")
+        allow_unused = True
     for i, t in enumerate(inputs):
         if not t._rg:
             raise RuntimeError(f"grad: input {i} does not require grad")
@@ -618,9 +661,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     result = autograd.run_backward(Tensor, outputs, gouts, retain_graph=retain_graph,
                                    create_graph=create_graph, capture=inputs)
     for i, r in enumerate(result):
-        if r is None and not allow_unused:
-            raise RuntimeError(f"grad: input {i} (shape {inputs[i].shape}) was not used in the "
-                               "graph of the outputs; pass allow_unused=True to get None for it")
+        if r is None:
+            if not allow_unused:
+                raise RuntimeError(f"grad: input {i} (shape {inputs[i].shape}) was not used in "
+                                   "the graph of the outputs; pass allow_unused=True to get None "
+                                   "for it")
+            if materialize_grads:
+                t = inputs[i]
+                result[i] = wrap_array(t._storage.device.xp.zeros(t.shape, dtype=t._data.dtype),
+                                       t._storage.device)
     return tuple(result)
 
 
