@@ -162,6 +162,11 @@ class Tensor(TensorMethods):
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        if self._rg and not value.dtype.is_floating_point:
+            raise RuntimeError(f"data: a tensor that requires grad can only hold floating point "
+                               f"data, got dtype {value.dtype}")
         self._data = value._data
         self._storage = value._storage
         self.shape = value.shape
@@ -169,6 +174,14 @@ class Tensor(TensorMethods):
         self._base = None
         self._chain = None
         self._views = None
+
+    def data_ptr(self) -> int:
+        """The address of this tensor's first element (as PyTorch's): tensors sharing memory
+        from the same element (``detach()``, ``.data``, ``from_numpy``) have the same one."""
+        arr = self._data
+        if self._storage.device is cpu:
+            return arr.__array_interface__["data"][0]
+        return arr.data.ptr
 
     # ---- conversion -------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -484,10 +497,16 @@ def _element_dtypes(seq, found: set) -> None:
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``data`` as a tensor, without a copy where it already is one of that dtype and device
-    (PyTorch's ``as_tensor``; else as :func:`tensor`)."""
+    (a tensor, or a writable numpy array on the CPU, which then shares its memory as with
+    :func:`from_numpy`): PyTorch's ``as_tensor``; else as :func:`tensor`."""
     if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype) and \
             (device is None or as_device(device) is data._storage.device):
         return data
+    if isinstance(data, np.ndarray) and data.flags.writeable and \
+            (device is None and default_device() is cpu or
+             device is not None and as_device(device) is cpu) and \
+            (dtype is None or as_dtype(dtype).np == data.dtype):
+        return from_numpy(data)
     if isinstance(data, Tensor):
         return data.to(*(a for a in (dtype, device) if a is not None))
     return tensor(data, dtype=dtype, device=device)
