@@ -21,6 +21,7 @@ from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "inference_mode", "run_backward", "accumulate_captured", "GradMode",
+           "OutputGrads", "GatherOutputOp",
            "GradModeContext", "BackwardPass",
            "register_post_accumulate_grad_hook", "register_hook", "queue_callback"]
 
@@ -288,6 +289,47 @@ def queue_callback(callback) -> None:
     BackwardPass.callbacks.append(callback)
 
 
+class OutputGrads:
+    """The gradients of the outputs of one multi-output call (``hf.memory.checkpoint``,
+    ``hf.autograd.Function``), gathered by the engine in the buffer of the one node that needs
+    them all at once (its shape/dtype are sentinels matching that edge's meta). A new one per
+    backward pass, so that node's rule can tell passes apart by identity."""
+
+    __slots__ = ("grads",)
+    shape = ()
+    dtype = "gathered-output-gradients"
+
+    def __init__(self, grads):
+        self.grads = grads
+
+    def __add__(self, other):
+        return OutputGrads([b if a is None else a if b is None else a + b
+                            for a, b in zip(self.grads, other.grads)])
+
+
+def _gather_rule(g, out, hub_meta, *, index, count):
+    grads = [None] * count
+    grads[index] = g
+    return OutputGrads(grads)
+
+
+class GatherOutputOp:
+    """The op of the node each output of a multi-output call gets: hands its gradient, as
+    entry ``index`` of an :class:`OutputGrads`, to the call's one node (``hub``)."""
+
+    vjp = (_gather_rule,)
+    variadic = False
+    save = ()
+    save_output = False
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def node(self, hub, index: int, count: int) -> "Node":
+        return Node(self, {"index": index, "count": count}, (hub,),
+                    (((), OutputGrads.dtype),), (None,), ())
+
+
 class Node:
     """One recorded op application (what PyTorch calls ``grad_fn``).
 
@@ -312,7 +354,8 @@ class Node:
         self.hooks = None  # register_hook hooks of the tensor this node made
 
     def name(self) -> str:
-        return f"{self.op.name.capitalize()}Backward"
+        name = self.op.name
+        return f"{name[:1].upper()}{name[1:]}Backward"
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
