@@ -92,7 +92,16 @@ def _call_rule(g, out, state, *metas, input_index):
     position = state.arg_positions[input_index - 1]  # (edge 0 is the state's slot)
     grad = state.grads[position]
     state.grads[position] = None
+    shape = tuple(metas[input_index - 1].shape)
+    if grad is not None and tuple(grad.shape) != shape and not _expandable(shape, grad.shape):
+        raise RuntimeError(f"{state.fn.__name__}.backward returned a gradient of shape "
+                           f"{tuple(grad.shape)} for argument {position}, of shape {shape}")
     return grad
+
+
+def _expandable(shape, to) -> bool:
+    """Whether ``shape`` broadcasts to ``to`` (the engine then sums the gradient down)."""
+    return len(shape) <= len(to) and all(s in (t, 1) for s, t in zip(shape[::-1], to[::-1]))
 
 
 class _CallOp:

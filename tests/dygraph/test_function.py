@@ -161,6 +161,15 @@ def test_errors_name_the_function():
     x = hf.tensor([1.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="TooFew.backward returned 1 gradient.* forward \\(2\\)"):
         TooFew.apply(x, x).sum().backward()
+
+    class WrongShape(GradReverse):
+        @staticmethod
+        def backward(ctx, grad):
+            return hf.ones(5), None
+
+    with pytest.raises(RuntimeError, match=r"WrongShape.backward returned a gradient of shape "
+                                           r"\(5,\) for argument 0, of shape \(2,\)"):
+        WrongShape.apply(hf.ones(2, requires_grad=True), 1.0).sum().backward()
     y = Exp.apply(x * 1.0)
     y.sum().backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
