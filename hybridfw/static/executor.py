@@ -774,7 +774,7 @@ def _fetch_names(program: Program, fetch_list) -> tuple:
             names.append(f)
         elif isinstance(f, Variable):
             block = f._block()  # (None: its program is gone, a copy of it may be running)
-            if block is not None and block.program.lineage is not program.lineage:
+            if block is not None and block.program.lineage != program.lineage:
                 raise ValueError(f"Executor.run: fetch target {f!r} is a variable of another "
                                  f"program than the one being run; fetch it from its own "
                                  f"program, or pass its name ({f.name!r}) to fetch this "

@@ -20,6 +20,7 @@ from __future__ import annotations
 import weakref
 
 import itertools
+import uuid
 
 from ..backend import cpu
 from ..dtypes import DType, as_dtype
@@ -365,9 +366,10 @@ class Program:
         self._captured: dict = {}     # id(eager tensor) -> variable name
         self._updated: dict = {}      # id(eager tensor) -> name of its value after an update
         self._current = 0
-        # shared by the copies passes make (clone_program): the Variables of one are accepted
-        # as the same values of another (Executor.run's fetch_list), a different program's not
-        self.lineage = object()
+        # shared by the copies passes make (clone_program) and by the program save_program /
+        # load_program give back: the Variables of one are accepted as the same values of
+        # another (Executor.run's fetch_list), a different program's not
+        self.lineage = uuid.uuid4().hex
         self.no_grad_values: set = set()  # outputs of operators built under hf.no_grad()
         # values an in-place op inside a branch or loop body updated (hf.jit.to_static cannot
         # write such an update of an argument back to the caller's tensor)

@@ -300,6 +300,12 @@ def test_a_variable_of_another_program_is_not_fetched_by_its_name():
     optimized = hf.static.optimize(first, fetch=[y])
     (same,) = exe.run(optimized, feed=feed, fetch_list=[y])
     assert same.tolist() == [[3.0, 3.0]]
+    # and so is the program save_program / load_program gives back
+    loaded = hf.static.program_from_dict(hf.static.program_to_dict(first), {})
+    (again,) = exe.run(loaded, feed=feed, fetch_list=[y])
+    assert again.tolist() == [[3.0, 3.0]]
+    with pytest.raises(ValueError, match="another program"):
+        exe.run(loaded, feed=feed, fetch_list=[v])
 
 
 def test_a_feed_that_is_not_a_dict_or_not_an_array_is_named():
