@@ -641,10 +641,12 @@ def _backward_inputs(inputs) -> list:
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused: bool | None = None, materialize_grads: bool = False):
+         only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False):
     """Gradients of ``outputs`` with respect to ``inputs`` (a tuple), without touching ``.grad``.
     An input the outputs do not depend on raises, or with ``allow_unused=True`` gets None (or
-    zeros with ``materialize_grads=True``).
+    zeros with ``materialize_grads=True``). ``only_inputs`` is accepted as PyTorch's (ignored,
+    as there); ``is_grads_batched=True`` is not supported.
 
     Example::
 
@@ -664,6 +666,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                                 + (" (static values have no eager autograd graph: in a "
                                    "converted function use hf.static.gradients)"
                                    if hasattr(t, "block") else ""))
+    if is_grads_batched:
+        raise NotImplementedError("grad: is_grads_batched=True is not supported; call grad once "
+                                  "per row of grad_outputs (retain_graph=True)")
     if materialize_grads:
         if allow_unused is False:
             raise ValueError("grad: materialize_grads=True gives zeros for unused inputs; it "

@@ -150,6 +150,11 @@ def test_grad_materialize_grads_gives_zeros_for_unused_inputs():
     assert hf.autograd.grad(loss, [x, z], allow_unused=True, retain_graph=True)[1] is None
     with pytest.raises(ValueError, match="materialize_grads=True .* allow_unused=False"):
         hf.autograd.grad(loss, [x, z], materialize_grads=True, allow_unused=False)
+    # torch's other keywords, positions as torch's
+    assert hf.autograd.grad(loss, x, None, True, False, True, None, False)[0].tolist() == \
+        [2.0, 4.0]
+    with pytest.raises(NotImplementedError, match="is_grads_batched"):
+        hf.autograd.grad(loss, x, is_grads_batched=True)
 
 
 def test_inference_mode_records_no_graph_like_no_grad():
