@@ -436,6 +436,34 @@ class Program:
     def global_block(self) -> Block:
         return self.blocks[0]
 
+    def block(self, index: int) -> Block:
+        return self.blocks[index]
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def list_vars(self):
+        """Every Variable of every block (Paddle's ``Program.list_vars``)."""
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def all_parameters(self) -> list:
+        """The Variables standing for the captured tensors that require grad (parameters)."""
+        return [self.global_block().vars[name] for name in self.trainable_params()]
+
+    def clone(self, for_test: bool = False) -> "Program":
+        """A copy that may be changed without touching this program; its Variables are this
+        program's for ``Executor.run`` (Paddle's ``Program.clone``). ``for_test=True`` (Paddle's
+        pruning of training-only operators) is not supported: build the program again with
+        the layers in ``eval()`` mode instead."""
+        if for_test:
+            raise NotImplementedError("Program.clone(for_test=True) is not supported: dropout "
+                                      "and batch-norm statistics are built into the program; "
+                                      "build it again with the model in eval() mode")
+        from .passes.clone import clone_program
+        return clone_program(self)
+
     def current_block(self) -> Block:
         return self.blocks[self._current]
 
