@@ -145,3 +145,17 @@ def test_a_value_of_another_program_is_refused_not_taken_by_name():
                 build()
     (got,) = hf.static.Executor().run(outer, feed={"x": np.ones(2, np.float32)}, fetch_list=[y])
     assert got.tolist() == [2.0, 2.0]
+
+
+def test_a_programs_value_used_outside_program_guard_is_named():
+    """x + 1 or x.sum() after the program_guard block ended reached numpy with the Variable:
+    "operand 'Variable' does not support ufuncs", "'DType' object has no attribute 'kind'"."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [2])
+    for use in (lambda: x + 1, lambda: hf.ones(2) * x, lambda: x.sum(), lambda: hf.cat([x, x]),
+                lambda: nn.functional.relu(x)):
+        with pytest.raises(TypeError, match=r"Variable\(x: \(2,\) float32\) is a value of a "
+                                            r"static program, used while no program is being "
+                                            r"built; use it inside hf.static.program_guard"):
+            use()
