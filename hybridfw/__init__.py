@@ -60,5 +60,5 @@ __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empt
            "manual_seed", "seed", "initial_seed", "float16", "float32", "float64",
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
            "long", "device", "Device", "set_default_device", "get_default_device", "no_grad", "enable_grad",
-           "set_grad_enabled", "is_grad_enabled", "inference_mode", "autograd", "cuda", "memory", "as_dtype",
-           "get_default_dtype", *_function_names]
+           "set_grad_enabled", "is_grad_enabled", "inference_mode", "autograd", "cuda", "memory",
+           "as_dtype", "get_default_dtype", *_function_names]
