@@ -215,15 +215,18 @@ def _attach(cls, ctx, args, output):
         cls._hf_call_op = op
     single = not isinstance(output, tuple)
     outputs = [output] if single else list(output)
-    arg_ids = {id(a) for a in args if isinstance(a, Tensor)}
+    # An output sharing an argument's memory (the argument handed back, or a view of it) gets
+    # its own copy: an in-place write into the argument later would change the output's value
+    # under the history this call gives it (PyTorch refuses such writes instead)
+    arg_storages = {id(a._storage) for a in args if isinstance(a, Tensor)}
     saved = list(ctx._saved)
     for k, o in enumerate(outputs):
-        if isinstance(o, Tensor) and id(o) in arg_ids:  # an argument handed back: a new alias
-            alias = o.detach()
+        if isinstance(o, Tensor) and id(o._storage) in arg_storages:
+            own = wrap_array(o._data.copy(), o._storage.device)
             for j, s in enumerate(saved):
                 if s is o:
-                    saved[j] = alias
-            outputs[k] = alias
+                    saved[j] = own
+            outputs[k] = own
     outs = [(o.shape, o.dtype, o._storage.device) if isinstance(o, Tensor) else None
             for o in outputs]
     positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a._rg]

@@ -141,11 +141,28 @@ def test_outputs_without_gradient_and_calls_that_record_nothing():
         def backward(ctx, grad):
             return grad * 2
 
-    y = Identity.apply(x)                              # an input handed back: a new alias
-    assert y is not x and x.is_leaf and y.data_ptr() == x.data_ptr()
+    y = Identity.apply(x)                              # an input handed back: a copy
+    assert y is not x and x.is_leaf and y.data_ptr() != x.data_ptr()
     x.grad = None
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+    class Flatten(hf.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.reshape(-1)                        # a view of the argument
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (grad * 3).reshape(2, 2)
+
+    w = hf.ones(2, 2, requires_grad=True)
+    h = w * 1.0
+    y = Flatten.apply(h)
+    with hf.no_grad():
+        h.add_(1.0)           # used to change y (a view) and drop the custom backward for it
+    (y * y).sum().backward()
+    assert y.tolist() == [1.0] * 4 and w.grad.tolist() == [[6.0, 6.0], [6.0, 6.0]]
 
 
 def test_errors_name_the_function():
