@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 import weakref
 
-from ..backend import is_writeable
+from ..backend import array_device, is_writeable
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "inference_mode", "run_backward", "accumulate_captured", "GradMode",
-           "OutputGrads", "GatherOutputOp",
+           "OutputGrads", "GatherOutputOp", "set_detect_anomaly", "detect_anomaly",
+           "is_anomaly_enabled",
            "GradModeContext", "BackwardPass",
            "register_post_accumulate_grad_hook", "register_hook", "queue_callback"]
 
@@ -99,6 +100,50 @@ def _bare_decorator(cls, function):
         raise TypeError(f"{cls.__name__}() takes no arguments, or a function to decorate; got "
                         f"{type(function).__name__}")
     return cls()(function)
+
+
+class _Anomaly:
+    """Whether backward checks every gradient a node produces for NaN (detect_anomaly)."""
+
+    enabled = False
+
+
+def is_anomaly_enabled() -> bool:
+    return _Anomaly.enabled
+
+
+class set_detect_anomaly:
+    """PyTorch's ``set_detect_anomaly(mode)``: with it on, backward raises naming the first
+    node whose gradient holds NaN (every gradient is checked: slow, for debugging). As a plain
+    call it switches the mode; as a context manager it restores the previous one on exit.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> x = hf.tensor([0.0], requires_grad=True)
+        >>> with hf.autograd.detect_anomaly():
+        ...     (x / x).sum().backward()
+        Traceback (most recent call last):
+        RuntimeError: backward (detect_anomaly): the gradient that 'div' (<DivBackward>) ...
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.prev = _Anomaly.enabled
+        _Anomaly.enabled = bool(mode) and bool(check_nan)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _Anomaly.enabled = self.prev
+        return False
+
+
+class detect_anomaly(set_detect_anomaly):
+    """``with hf.autograd.detect_anomaly(): ...``: :class:`set_detect_anomaly` on, inside."""
+
+    def __init__(self, check_nan: bool = True):
+        super().__init__(True, check_nan)
 
 
 class no_grad(GradModeContext):
@@ -468,6 +513,7 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         taken = {id(g._storage) for g in root_grads}
         ready = _last_users(order, leaves)
     make = tensor_cls._from_saved
+    run_node = _run_node_checked if _Anomaly.enabled else _run_node
     prev_mode = GradMode.enabled
     prev_capture = BackwardPass.capture
     prev_callbacks = BackwardPass.callbacks
@@ -491,7 +537,7 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
                     _retain(node, g, create_graph)
                 if capture is None or nid not in targets:
                     del buffers[nid]
-                _run_node(node, g, make, buffers, leaves, capture, needed, targets)
+                run_node(node, g, make, buffers, leaves, capture, needed, targets)
                 if not retain_graph and (node.op.save or node.op.save_output):
                     node._release()
             if ready is not None and nid in ready:
@@ -547,6 +593,18 @@ def _accumulate_ready(done, buffers, leaves, taken, create_graph) -> None:
         lid = id(leaf)
         leaves.pop(lid, None)
         _accumulate_leaf(leaf, buffers.pop(lid, None), taken, create_graph)
+
+
+def _run_node_checked(node, g, make, buffers, leaves, capture, needed, targets):
+    """:func:`_run_node`, then (detect_anomaly) a check of the gradients it gave for NaN."""
+    _run_node(node, g, make, buffers, leaves, capture, needed, targets)
+    for i, e in enumerate(node.edges):
+        got = buffers.get(id(e)) if e is not None else None
+        data = getattr(got, "_data", None)
+        if data is not None and data.dtype.kind in "fc" and \
+                bool(array_device(data).xp.isnan(data).any()):
+            raise RuntimeError(f"backward (detect_anomaly): the gradient that '{node.op.name}' "
+                               f"({node!r}) gave its input {i} holds NaN values")
 
 
 def _run_node(node, g, make, buffers, leaves, capture, needed, targets):

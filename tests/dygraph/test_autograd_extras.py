@@ -176,3 +176,25 @@ def test_inference_mode_records_no_graph_like_no_grad():
 
     assert not bare(w).requires_grad and not called(w).requires_grad
     assert bare.__name__ == "bare" and hf.is_grad_enabled()
+
+
+def test_detect_anomaly_names_the_node_whose_gradient_holds_nan():
+    """torch's set_detect_anomaly / detect_anomaly (they were missing)."""
+    x = hf.tensor([0.0, 1.0], requires_grad=True)
+    with hf.autograd.detect_anomaly():
+        assert hf.autograd.is_anomaly_enabled()
+        with pytest.raises(RuntimeError, match=r"the gradient that 'sqrt' \(<SqrtBackward>\) "
+                                               r"gave its input 0 holds NaN"):
+            (hf.sqrt(x) * 0 + x).sum().backward()
+        (x * x).sum().backward()                     # no NaN: nothing to say
+        assert x.grad.tolist() == [0.0, 2.0]
+    assert not hf.autograd.is_anomaly_enabled()
+    x.grad = None
+    (hf.sqrt(x) * 0 + x).sum().backward()            # off: NaN flows as in torch
+    assert np.isnan(x.grad.numpy()[0]) and x.grad.numpy()[1] == 1.0
+    hf.autograd.set_detect_anomaly(True)
+    try:
+        assert hf.autograd.is_anomaly_enabled()
+    finally:
+        hf.autograd.set_detect_anomaly(False)
+    assert not hf.autograd.is_anomaly_enabled()
