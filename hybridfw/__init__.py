@@ -19,8 +19,8 @@ from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
 from .dtypes import (DType, as_dtype, bool_, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, uint8)
-from .dygraph import (Tensor, as_tensor, enable_grad, from_numpy, is_grad_enabled, no_grad,
-                      set_grad_enabled, tensor)
+from .dygraph import (Tensor, as_tensor, enable_grad, from_numpy, inference_mode,
+                      is_grad_enabled, no_grad, set_grad_enabled, tensor)
 from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, logspace,
                             ones, ones_like, rand, rand_like, randint, randint_like, randn,
                             randn_like, zeros, zeros_like)
@@ -60,5 +60,5 @@ __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empt
            "manual_seed", "seed", "initial_seed", "float16", "float32", "float64",
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
            "long", "device", "Device", "set_default_device", "get_default_device", "no_grad", "enable_grad",
-           "set_grad_enabled", "is_grad_enabled", "autograd", "cuda", "memory", "as_dtype",
-           "get_default_dtype", *_function_names]
+           "set_grad_enabled", "is_grad_enabled", "inference_mode", "autograd", "cuda", "memory",
+           "as_dtype", "get_default_dtype", *_function_names]

@@ -15,12 +15,15 @@ from __future__ import annotations
 import functools
 import weakref
 
-from ..backend import is_writeable
+from ..backend import array_device, is_writeable
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "run_backward", "GradMode", "GradModeContext", "BackwardPass",
+           "inference_mode", "run_backward", "accumulate_captured", "GradMode",
+           "OutputGrads", "GatherOutputOp", "set_detect_anomaly", "detect_anomaly",
+           "is_anomaly_enabled",
+           "GradModeContext", "BackwardPass",
            "register_post_accumulate_grad_hook", "register_hook", "queue_callback"]
 
 
@@ -99,6 +102,50 @@ def _bare_decorator(cls, function):
     return cls()(function)
 
 
+class _Anomaly:
+    """Whether backward checks every gradient a node produces for NaN (detect_anomaly)."""
+
+    enabled = False
+
+
+def is_anomaly_enabled() -> bool:
+    return _Anomaly.enabled
+
+
+class set_detect_anomaly:
+    """PyTorch's ``set_detect_anomaly(mode)``: with it on, backward raises naming the first
+    node whose gradient holds NaN (every gradient is checked: slow, for debugging). As a plain
+    call it switches the mode; as a context manager it restores the previous one on exit.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> x = hf.tensor([0.0], requires_grad=True)
+        >>> with hf.autograd.detect_anomaly():
+        ...     (x / x).sum().backward()
+        Traceback (most recent call last):
+        RuntimeError: backward (detect_anomaly): the gradient that 'div' (<DivBackward>) ...
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.prev = _Anomaly.enabled
+        _Anomaly.enabled = bool(mode) and bool(check_nan)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _Anomaly.enabled = self.prev
+        return False
+
+
+class detect_anomaly(set_detect_anomaly):
+    """``with hf.autograd.detect_anomaly(): ...``: :class:`set_detect_anomaly` on, inside."""
+
+    def __init__(self, check_nan: bool = True):
+        super().__init__(True, check_nan)
+
+
 class no_grad(GradModeContext):
     """Ops inside do not record a graph: ``with hf.no_grad(): ...``, ``@hf.no_grad()`` or
     ``@hf.no_grad``."""
@@ -113,6 +160,43 @@ class no_grad(GradModeContext):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with no_grad():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class inference_mode(GradModeContext):
+    """PyTorch's ``torch.inference_mode``: here the same as :class:`no_grad` (``mode=False``
+    changes nothing): ``with hf.inference_mode(): ...``, ``@hf.inference_mode()`` or
+    ``@hf.inference_mode``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> w = hf.ones(2, requires_grad=True)
+        >>> with hf.inference_mode():
+        ...     (w * 2).requires_grad
+        False
+    """
+
+    def __new__(cls, mode=True):
+        return super().__new__(cls) if not callable(mode) else _bare_decorator(cls, mode)
+
+    def __init__(self, mode: bool = True):
+        super().__init__(False)
+        self.disabled = not mode
+
+    def __enter__(self):
+        self.prev.append(GradMode.enabled)
+        if not self.disabled:
+            GradMode.enabled = False
+        return self
+
+    def __call__(self, fn):
+        mode = not self.disabled
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
                 return fn(*args, **kwargs)
         return wrapper
 
@@ -250,6 +334,47 @@ def queue_callback(callback) -> None:
     BackwardPass.callbacks.append(callback)
 
 
+class OutputGrads:
+    """The gradients of the outputs of one multi-output call (``hf.memory.checkpoint``,
+    ``hf.autograd.Function``), gathered by the engine in the buffer of the one node that needs
+    them all at once (its shape/dtype are sentinels matching that edge's meta). A new one per
+    backward pass, so that node's rule can tell passes apart by identity."""
+
+    __slots__ = ("grads",)
+    shape = ()
+    dtype = "gathered-output-gradients"
+
+    def __init__(self, grads):
+        self.grads = grads
+
+    def __add__(self, other):
+        return OutputGrads([b if a is None else a if b is None else a + b
+                            for a, b in zip(self.grads, other.grads)])
+
+
+def _gather_rule(g, out, hub_meta, *, index, count):
+    grads = [None] * count
+    grads[index] = g
+    return OutputGrads(grads)
+
+
+class GatherOutputOp:
+    """The op of the node each output of a multi-output call gets: hands its gradient, as
+    entry ``index`` of an :class:`OutputGrads`, to the call's one node (``hub``)."""
+
+    vjp = (_gather_rule,)
+    variadic = False
+    save = ()
+    save_output = False
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def node(self, hub, index: int, count: int) -> "Node":
+        return Node(self, {"index": index, "count": count}, (hub,),
+                    (((), OutputGrads.dtype),), (None,), ())
+
+
 class Node:
     """One recorded op application (what PyTorch calls ``grad_fn``).
 
@@ -274,7 +399,8 @@ class Node:
         self.hooks = None  # register_hook hooks of the tensor this node made
 
     def name(self) -> str:
-        return f"{self.op.name.capitalize()}Backward"
+        name = self.op.name
+        return f"{name[:1].upper()}{name[1:]}Backward"
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
@@ -387,6 +513,7 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
         taken = {id(g._storage) for g in root_grads}
         ready = _last_users(order, leaves)
     make = tensor_cls._from_saved
+    run_node = _run_node_checked if _Anomaly.enabled else _run_node
     prev_mode = GradMode.enabled
     prev_capture = BackwardPass.capture
     prev_callbacks = BackwardPass.callbacks
@@ -410,7 +537,7 @@ def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, c
                     _retain(node, g, create_graph)
                 if capture is None or nid not in targets:
                     del buffers[nid]
-                _run_node(node, g, make, buffers, leaves, capture, needed, targets)
+                run_node(node, g, make, buffers, leaves, capture, needed, targets)
                 if not retain_graph and (node.op.save or node.op.save_output):
                     node._release()
             if ready is not None and nid in ready:
@@ -468,6 +595,18 @@ def _accumulate_ready(done, buffers, leaves, taken, create_graph) -> None:
         _accumulate_leaf(leaf, buffers.pop(lid, None), taken, create_graph)
 
 
+def _run_node_checked(node, g, make, buffers, leaves, capture, needed, targets):
+    """:func:`_run_node`, then (detect_anomaly) a check of the gradients it gave for NaN."""
+    _run_node(node, g, make, buffers, leaves, capture, needed, targets)
+    for i, e in enumerate(node.edges):
+        got = buffers.get(id(e)) if e is not None else None
+        data = getattr(got, "_data", None)
+        if data is not None and data.dtype.kind in "fc" and \
+                bool(array_device(data).xp.isnan(data).any()):
+            raise RuntimeError(f"backward (detect_anomaly): the gradient that '{node.op.name}' "
+                               f"({node!r}) gave its input {i} holds NaN values")
+
+
 def _run_node(node, g, make, buffers, leaves, capture, needed, targets):
     """Apply ``node``'s gradient rules to its output gradient ``g``, adding the input gradients
     into ``buffers``."""
@@ -499,7 +638,16 @@ def _run_node(node, g, make, buffers, leaves, capture, needed, targets):
             leaves[eid] = e
 
 
-def _accumulate_leaf(leaf, g, taken: set, create_graph: bool) -> None:
+def accumulate_captured(tensors, grads, root_grads, create_graph: bool) -> None:
+    """``backward(inputs=...)``: add the gradients a capturing pass returned (their tensors'
+    hooks have run) into those tensors' ``.grad``, as the pass would have for leaves."""
+    taken = {id(g._storage) for g in root_grads}
+    for t, g in zip(tensors, grads):
+        if g is not None:
+            _accumulate_leaf(t, g, taken, create_graph, hooked=True)
+
+
+def _accumulate_leaf(leaf, g, taken: set, create_graph: bool, hooked: bool = False) -> None:
     """Add ``g`` into ``leaf.grad``, then run the leaf's post-accumulate hooks.
 
     A gradient tensor may be shared (add passes one gradient to both inputs, a view shares
@@ -507,7 +655,8 @@ def _accumulate_leaf(leaf, g, taken: set, create_graph: bool) -> None:
     nothing else in this pass holds (``taken``); otherwise it gets a copy, so in-place updates
     of one .grad (clip_grad_norm_, accumulation) never leak into another.
     """
-    g = _leaf_grad(leaf, g)
+    if not hooked:
+        g = _leaf_grad(leaf, g)
     if g is None:
         return
     if leaf.grad is None:

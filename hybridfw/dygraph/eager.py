@@ -12,7 +12,7 @@ import numpy as np
 
 from ..backend import Storage, default_device, is_writeable, root_array, storage_for
 from ..backend import device as as_device
-from ..ops.registry import set_interpreter
+from ..ops.registry import TensorLike, TensorMeta, set_interpreter
 from .autograd import GradMode, Node
 from .tensor import Tensor, tensor
 
@@ -55,7 +55,22 @@ def _make_node(op, args, attrs):
     return Node(op, attrs, tuple(edges), tuple(metas), tuple(saved), tuple(versions))
 
 
+def _static_operand_error(op, args):
+    """The error for a static program's value used while no program is being built (the
+    eager interpreter then gets it, and numpy cannot compute with it), or None."""
+    for a in args:
+        if isinstance(a, TensorLike) and not isinstance(a, (Tensor, TensorMeta)):
+            return TypeError(f"{op.name}: {a!r} is a value of a static program, used while no "
+                             f"program is being built; use it inside "
+                             f"hf.static.program_guard(program), and get its value from "
+                             f"hf.static.Executor().run(program, feed=..., fetch_list=[...])")
+    return None
+
+
 def _kernel_error(op, exc, args):
+    static = _static_operand_error(op, args)
+    if static is not None:
+        return static
     shapes = ", ".join(str(tuple(a.shape)) + " " + str(a.dtype) if isinstance(a, Tensor)
                        else repr(a) for a in args)
     msg = str(exc)
@@ -83,6 +98,9 @@ class EagerInterpreter:
             # inference fails keeps that check off the hot path.
             converted = _convert_args(args, None)
             if all(x is y for x, y in zip(converted, args)):
+                static = _static_operand_error(op, args)
+                if static is not None:
+                    raise static from None
                 raise
             return self.apply(op, converted, attrs)
         arrays = []
@@ -112,6 +130,11 @@ class EagerInterpreter:
             out = op.kernel(dev.xp, *arrays, **attrs)
         except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
             raise _kernel_error(op, exc, args) from exc
+        except AttributeError:  # (a kernel reading .dtype.kind of a static value)
+            static = _static_operand_error(op, args)
+            if static is not None:
+                raise static from None
+            raise
         if out.__class__ is not np.ndarray:
             if isinstance(out, _array_types) or not hasattr(out, "__cuda_array_interface__"):
                 out = dev.xp.asarray(out)

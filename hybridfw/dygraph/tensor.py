@@ -162,6 +162,11 @@ class Tensor(TensorMethods):
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        if self._rg and not value.dtype.is_floating_point:
+            raise RuntimeError(f"data: a tensor that requires grad can only hold floating point "
+                               f"data, got dtype {value.dtype}")
         self._data = value._data
         self._storage = value._storage
         self.shape = value.shape
@@ -169,6 +174,14 @@ class Tensor(TensorMethods):
         self._base = None
         self._chain = None
         self._views = None
+
+    def data_ptr(self) -> int:
+        """The address of this tensor's first element (as PyTorch's): tensors sharing memory
+        from the same element (``detach()``, ``.data``, ``from_numpy``) have the same one."""
+        arr = self._data
+        if self._storage.device is cpu:
+            return arr.__array_interface__["data"][0]
+        return arr.data.ptr
 
     # ---- conversion -------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -282,14 +295,14 @@ class Tensor(TensorMethods):
                                                                else f"cuda:{device}"))
 
     # ---- autograd ---------------------------------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, *,
-                 grad=None) -> None:
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
+                 inputs=None, *, grad=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (``grad=`` aliases
-        ``gradient``)."""
+        ``gradient``); with ``inputs`` (tensors), into those tensors' ``.grad`` only."""
         if grad is not None:
             gradient = grad
         backward([self], None if gradient is None else [gradient], retain_graph=retain_graph,
-                 create_graph=create_graph)
+                 create_graph=create_graph, inputs=inputs)
 
     def register_hook(self, hook):
         """Run ``hook(grad)`` on this tensor's gradient each time backward computes it; a hook
@@ -484,10 +497,16 @@ def _element_dtypes(seq, found: set) -> None:
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``data`` as a tensor, without a copy where it already is one of that dtype and device
-    (PyTorch's ``as_tensor``; else as :func:`tensor`)."""
+    (a tensor, or a writable numpy array on the CPU, which then shares its memory as with
+    :func:`from_numpy`): PyTorch's ``as_tensor``; else as :func:`tensor`."""
     if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype) and \
             (device is None or as_device(device) is data._storage.device):
         return data
+    if isinstance(data, np.ndarray) and data.flags.writeable and \
+            (device is None and default_device() is cpu or
+             device is not None and as_device(device) is cpu) and \
+            (dtype is None or as_dtype(dtype).np == data.dtype):
+        return from_numpy(data)
     if isinstance(data, Tensor):
         return data.to(*(a for a in (dtype, device) if a is not None))
     return tensor(data, dtype=dtype, device=device)
@@ -573,21 +592,61 @@ def _check_root(t, g, i):
     return g
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False) -> None:
-    """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False,
+             inputs=None) -> None:
+    """Compute the gradients of ``tensors`` and accumulate them into the leaves' ``.grad``;
+    with ``inputs`` (a tensor or a sequence of them, leaves or not), into those tensors'
+    ``.grad`` only (the others' stay as they are).
+
+    Example::
+
+        >>> a, b = hf.ones(2, requires_grad=True), hf.ones(2, requires_grad=True)
+        >>> hf.autograd.backward((a * b * 3).sum(), inputs=[a])
+        >>> a.grad.tolist(), b.grad
+        ([3.0, 3.0], None)
+    """
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     grads = [None] * len(tensors) if grad_tensors is None else (
         [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors))
     grads = [_check_root(t, g, i) for i, (t, g) in enumerate(zip(tensors, grads))]
     if retain_graph is None:
         retain_graph = create_graph
-    autograd.run_backward(Tensor, tensors, grads, retain_graph=retain_graph,
-                          create_graph=create_graph)
+    if inputs is None:
+        autograd.run_backward(Tensor, tensors, grads, retain_graph=retain_graph,
+                              create_graph=create_graph)
+        return
+    inputs = _backward_inputs(inputs)
+    got = autograd.run_backward(Tensor, tensors, grads, retain_graph=retain_graph,
+                                create_graph=create_graph, capture=inputs)
+    autograd.accumulate_captured(inputs, got, grads, create_graph)
+
+
+def _backward_inputs(inputs) -> list:
+    """The distinct tensors of ``backward(inputs=...)``, checked."""
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise RuntimeError("backward: inputs=... cannot be empty; leave it out to accumulate "
+                           "into every leaf")
+    distinct, seen = [], set()
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: inputs[{i}] is a {type(t).__name__}, not an hf.Tensor")
+        if not t._rg:
+            raise RuntimeError(f"backward: inputs[{i}] (shape {t.shape}) does not require grad, "
+                               "so it can get no .grad")
+        if id(t) not in seen:
+            seen.add(id(t))
+            distinct.append(t)
+    return distinct
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused: bool = False):
+         only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False):
     """Gradients of ``outputs`` with respect to ``inputs`` (a tuple), without touching ``.grad``.
+    An input the outputs do not depend on raises, or with ``allow_unused=True`` gets None (or
+    zeros with ``materialize_grads=True``). ``only_inputs`` is accepted as PyTorch's (ignored,
+    as there); ``is_grads_batched=True`` is not supported.
 
     Example::
 
@@ -607,6 +666,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                                 + (" (static values have no eager autograd graph: in a "
                                    "converted function use hf.static.gradients)"
                                    if hasattr(t, "block") else ""))
+    if is_grads_batched:
+        raise NotImplementedError("grad: is_grads_batched=True is not supported; call grad once "
+                                  "per row of grad_outputs (retain_graph=True)")
+    if materialize_grads:
+        if allow_unused is False:
+            raise ValueError("grad: materialize_grads=True gives zeros for unused inputs; it "
+                             "needs allow_unused=True or left out, got allow_unused=False")
+        allow_unused = True
     for i, t in enumerate(inputs):
         if not t._rg:
             raise RuntimeError(f"grad: input {i} does not require grad")
@@ -618,9 +685,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     result = autograd.run_backward(Tensor, outputs, gouts, retain_graph=retain_graph,
                                    create_graph=create_graph, capture=inputs)
     for i, r in enumerate(result):
-        if r is None and not allow_unused:
-            raise RuntimeError(f"grad: input {i} (shape {inputs[i].shape}) was not used in the "
-                               "graph of the outputs; pass allow_unused=True to get None for it")
+        if r is None:
+            if not allow_unused:
+                raise RuntimeError(f"grad: input {i} (shape {inputs[i].shape}) was not used in "
+                                   "the graph of the outputs; pass allow_unused=True to get None "
+                                   "for it")
+            if materialize_grads:
+                t = inputs[i]
+                result[i] = wrap_array(t._storage.device.xp.zeros(t.shape, dtype=t._data.dtype),
+                                       t._storage.device)
     return tuple(result)
 
 

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backend import cpu
-from ..dygraph.autograd import BackwardPass, GradMode, Node, enable_grad, no_grad, run_backward
+from ..dygraph.autograd import (BackwardPass, GatherOutputOp, GradMode, Node, enable_grad,
+                                no_grad, run_backward)
 from ..dygraph.tensor import Tensor
 from ..ops.registry import current_interpreter
 from ..random import get_rng_state, set_rng_state
@@ -136,39 +137,6 @@ class _CheckpointState:
         self.grads = None
 
 
-class _OutputGrads:
-    """The gradients of a checkpoint's outputs, gathered by the engine in the buffer of the
-    recompute node (its shape/dtype are sentinels matching that edge's meta)."""
-
-    __slots__ = ("grads",)
-    shape = ()
-    dtype = "checkpoint-output-gradients"
-
-    def __init__(self, grads):
-        self.grads = grads
-
-    def __add__(self, other):
-        return _OutputGrads([b if a is None else a if b is None else a + b
-                             for a, b in zip(self.grads, other.grads)])
-
-
-def _output_rule(g, out, recompute_meta, *, index, count):
-    grads = [None] * count
-    grads[index] = g
-    return _OutputGrads(grads)
-
-
-class _CheckpointOutputOp:
-    """The op of the node each checkpoint output gets: hands its gradient to the recompute
-    node, which needs the gradients of all outputs at once."""
-
-    name = "checkpoint"
-    vjp = (_output_rule,)
-    variadic = False
-    save = ()
-    save_output = False
-
-
 def _recompute_rule(g, out, state, *metas, input_index):
     if GradMode.enabled:
         raise RuntimeError("checkpoint: double backward (create_graph=True) through a "
@@ -205,7 +173,9 @@ class _RecomputeAnchor:
 
 
 _RECOMPUTE = _RecomputeAnchor()
-_OUTPUT_OP = _CheckpointOutputOp()
+# the op of the node each checkpoint output gets: hands its gradient to the recompute node,
+# which needs the gradients of all outputs at once
+_OUTPUT_OP = GatherOutputOp("checkpoint")
 _RECOMPUTE_OP = _RecomputeOp()
 
 
@@ -235,8 +205,7 @@ def _attach(state, flat_out, inputs):
         outputs.append((pos, t))
     count = len(outputs)
     for index, (_, t) in enumerate(outputs):
-        t._node = Node(_OUTPUT_OP, {"index": index, "count": count}, (hub,),
-                       (((), _OutputGrads.dtype),), (None,), ())
+        t._node = _OUTPUT_OP.node(hub, index, count)
         t._rg = True
     state.outputs = [(pos, t.shape, t.dtype) for pos, t in outputs]
 

@@ -760,6 +760,54 @@ class TensorMethods(TensorLike):
     def sqrt_(self):
         return apply_inplace(E.sqrt, self, self)
 
+    def relu_(self):
+        return apply_inplace(E.relu, self, self)
+
+    def sigmoid_(self):
+        return apply_inplace(E.sigmoid, self, self)
+
+    def tanh_(self):
+        return apply_inplace(E.tanh, self, self)
+
+    def log_(self):
+        return apply_inplace(E.log, self, self)
+
+    def log1p_(self):
+        return apply_inplace(E.log1p, self, self)
+
+    def expm1_(self):
+        return apply_inplace(E.expm1, self, self)
+
+    def rsqrt_(self):
+        return apply_inplace(E.rsqrt, self, self)
+
+    def sin_(self):
+        return apply_inplace(E.sin, self, self)
+
+    def cos_(self):
+        return apply_inplace(E.cos, self, self)
+
+    def floor_(self):
+        return apply_inplace(E.floor, self, self)
+
+    def ceil_(self):
+        return apply_inplace(E.ceil, self, self)
+
+    def trunc_(self):
+        return apply_inplace(E.trunc, self, self)
+
+    def sign_(self):
+        return apply_inplace(E.sign, self, self)
+
+    def clip_(self, min=None, max=None):  # noqa: A002
+        return self.clamp_(min, max)
+
+    def clamp_min_(self, min):  # noqa: A002
+        return self.clamp_(min=min)
+
+    def clamp_max_(self, max):  # noqa: A002
+        return self.clamp_(max=max)
+
     def uniform_(self, *args, generator=None, **bounds):
         """In place: samples of U(from, to) (default U(0, 1)), seeded by ``hf.manual_seed``;
         called ``uniform_(0.0, 1.0)`` or ``uniform_(**{'from': 0.0, 'to': 1.0})``."""

@@ -53,12 +53,14 @@ __all__ = ["gradients"]
 _EXACT_GRADIENT_OPS = frozenset({"concat", "getitem"})
 
 
-def gradients(targets, inputs, target_gradients=None) -> list:
+def gradients(targets, inputs, target_gradients=None, no_grad_set=None) -> list:
     """Append the backward of ``targets`` to their program; return d(sum of targets)/d(input)
     for each of ``inputs`` (a Variable, or None where an input does not reach any target).
 
     ``inputs`` are Variables or eager tensors the program captured (parameters).
     ``target_gradients`` (same length as ``targets``) seed the backward; by default ones.
+    ``no_grad_set`` (Variables, their names or captured tensors, as Paddle's): values no
+    gradient flows through, as if they were constants (an input among them gets None).
     The backward is built into the program's current block (the global one outside of
     control-flow functions), from its operators in reverse.
 
@@ -86,6 +88,9 @@ def gradients(targets, inputs, target_gradients=None) -> list:
                             "floating-point targets have gradients")
     program = targets[0].block.program
     names = [_input_name(program, x) for x in inputs]
+    blocked = frozenset() if no_grad_set is None else frozenset(
+        n for n in (x if isinstance(x, str) else _input_name(program, x)
+                    for x in _as_list(no_grad_set, "no_grad_set")) if n is not None)
     if target_gradients is None:
         target_gradients = [None] * len(targets)
     target_gradients = _as_list(target_gradients, "target_gradients")
@@ -104,14 +109,14 @@ def gradients(targets, inputs, target_gradients=None) -> list:
                 g = _fill_like(program, t, 1.0) if g is None else _seed(program, t, g)
                 _accumulate(grads, t.name, g)
             reachable = _reachable(block, {n for n in names if n is not None})
-            _Backward(program).run(block, grads, block.var, reachable)
+            _Backward(program, blocked).run(block, grads, block.var, reachable)
     finally:
         program.maybe_undefined = guarded
-    return [None if n is None else grads.get(n) for n in names]
+    return [None if n is None or n in blocked else grads.get(n) for n in names]
 
 
 def _as_list(value, what: str) -> list:
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return list(value)
     if value is None:
         raise TypeError(f"gradients: {what} must be a Variable or a list of them, got None")
@@ -211,8 +216,9 @@ def _referenced(block) -> set:
 class _Backward:
     """Builds backward operators into the program's current block (and sub-blocks of it)."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, blocked: frozenset = frozenset()):
         self.program = program
+        self.blocked = blocked  # names no gradient flows through (gradients' no_grad_set)
         # the origin of every backward operator: the user's line that asked for the gradients
         # when the origin provider finds one (asked once here), else the line of the forward
         # operator it differentiates (to_static: the user's code has returned by then); no
@@ -224,7 +230,11 @@ class _Backward:
         """Walk ``block``'s operators in reverse, adding to ``grads`` (forward name -> gradient
         Variable) the gradients of every reachable floating-point value they read."""
         no_grad = self.program.no_grad_values
+        blocked = self.blocked
         for op in reversed(block.ops):
+            if blocked:  # their gradients stop here, before their producer's rule
+                for o in blocked.intersection(op.outputs):
+                    grads.pop(o, None)
             if not any(grads.get(o) is not None for o in op.outputs):
                 continue
             if no_grad and no_grad.issuperset(op.outputs):  # built under hf.no_grad()

@@ -22,9 +22,18 @@ from . import ir
 from .ir import Operator, Program, Variable
 
 __all__ = ["StaticInterpreter", "program_guard", "data", "default_main_program",
-           "current_program", "set_origin_provider"]
+           "current_program", "set_origin_provider", "check_same_program"]
 
 _SCALARS = (int, float, bool)
+
+
+def check_same_program(program: Program, var: Variable) -> None:
+    """A Variable of another program than the one being built is refused: its name would
+    stand for whatever value of that name this program has."""
+    block = var._block()  # (None: a scratch block dropped since; nothing to compare)
+    if block is not None and block.program is not program:
+        raise ValueError(f"{var!r} is a value of another program than the one being built "
+                         f"(hf.static.program_guard); a program can only use its own values")
 
 
 def _escaped(op: str, name: str) -> str:
@@ -55,6 +64,7 @@ class StaticInterpreter:
 
     def _operand(self, value):
         if isinstance(value, Variable):
+            check_same_program(self.program, value)
             return value
         if isinstance(value, TensorLike):  # an eager tensor: parameter, buffer or constant
             return self.program.value_of(value)

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..dtypes import as_dtype, bool_
 from ..ops.registry import TensorLike, current_interpreter, use_interpreter
-from .builder import StaticInterpreter
+from .builder import StaticInterpreter, check_same_program
 from .executor import OP_COMPILERS, compile_block
 from .ir import Block, Operator, Program, Variable
 from .loop_stack import new_loop_stack
@@ -90,6 +90,7 @@ def to_variable(program: Program, value, dtype=None) -> Variable:
     """``value`` as a Variable: eager tensors are captured, Python and numpy values become
     constants (of ``dtype`` when given)."""
     if isinstance(value, Variable):
+        check_same_program(program, value)
         return value
     if isinstance(value, TensorLike):
         return program.value_of(value)

@@ -617,7 +617,12 @@ class Executor:
             value = feed[name]
             arr = value._data if isinstance(value, Tensor) else value
             if arr.__class__ is not xp.ndarray and arr.__class__ is not LoopStack:
-                arr = xp.asarray(arr)  # (a loop's stack token stays the host array it is)
+                try:  # (a loop's stack token stays the host array it is)
+                    arr = xp.asarray(arr)
+                except ValueError as exc:  # ragged nested lists
+                    raise ValueError(f"Executor.run: the feed for input {name!r} is not an "
+                                     f"array of shape {program.global_block().vars[name].shape}"
+                                     f": {exc}") from None
                 if isinstance(value, (list, tuple, int, float, bool)):
                     # Python data has no dtype of its own: it takes the input's, where that
                     # loses nothing (ints into floats, floats into narrower floats)
@@ -651,8 +656,12 @@ class Executor:
         if not isinstance(program, Program):
             raise TypeError(f"Executor.run: expected a hf.static.Program, got "
                             f"{type(program).__name__}")
-        feed = feed or {}
-        fetch_names = _fetch_names(fetch_list)
+        if feed is None:
+            feed = {}
+        elif not isinstance(feed, dict):
+            raise TypeError(f"Executor.run: feed must be a dict of input name -> array or "
+                            f"Tensor, got {type(feed).__name__}")
+        fetch_names = _fetch_names(program, fetch_list)
         xp = (self.device or program.device).xp
         try:
             arrays = self._arrays(program, feed, xp)
@@ -837,8 +846,10 @@ def operator_error(exc: Exception, block_idx: int, index: int, op) -> Exception:
     return error.with_traceback(exc.__traceback__)
 
 
-def _fetch_names(fetch_list) -> tuple:
-    """Names of the fetch targets: a list or tuple of Variables or names, or a single one."""
+def _fetch_names(program: Program, fetch_list) -> tuple:
+    """Names of the fetch targets: a list or tuple of Variables or names, or a single one.
+    A Variable must come from ``program`` (or a copy of it that a pass made): fetching by
+    name alone would hand back another living program's variable of the same name."""
     if fetch_list is None:
         return ()
     if not isinstance(fetch_list, (list, tuple)):
@@ -848,6 +859,12 @@ def _fetch_names(fetch_list) -> tuple:
         if isinstance(f, str):
             names.append(f)
         elif isinstance(f, Variable):
+            block = f._block()  # (None: its program is gone, a copy of it may be running)
+            if block is not None and block.program.lineage != program.lineage:
+                raise ValueError(f"Executor.run: fetch target {f!r} is a variable of another "
+                                 f"program than the one being run; fetch it from its own "
+                                 f"program, or pass its name ({f.name!r}) to fetch this "
+                                 f"program's variable of that name")
             names.append(f.name)
         else:
             raise TypeError(f"Executor.run: fetch_list holds Variables of the program or their "

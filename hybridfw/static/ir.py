@@ -20,6 +20,7 @@ from __future__ import annotations
 import weakref
 
 import itertools
+import uuid
 
 from ..backend import cpu
 from ..dtypes import DType, as_dtype
@@ -365,6 +366,10 @@ class Program:
         self._captured: dict = {}     # id(eager tensor) -> variable name
         self._updated: dict = {}      # id(eager tensor) -> name of its value after an update
         self._current = 0
+        # shared by the copies passes make (clone_program) and by the program save_program /
+        # load_program give back: the Variables of one are accepted as the same values of
+        # another (Executor.run's fetch_list), a different program's not
+        self.lineage = uuid.uuid4().hex
         self.no_grad_values: set = set()  # outputs of operators built under hf.no_grad()
         # values an in-place op inside a branch or loop body updated (hf.jit.to_static cannot
         # write such an update of an argument back to the caller's tensor)
@@ -430,6 +435,34 @@ class Program:
     # ---- structure --------------------------------------------------------------------------
     def global_block(self) -> Block:
         return self.blocks[0]
+
+    def block(self, index: int) -> Block:
+        return self.blocks[index]
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def list_vars(self):
+        """Every Variable of every block (Paddle's ``Program.list_vars``)."""
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def all_parameters(self) -> list:
+        """The Variables standing for the captured tensors that require grad (parameters)."""
+        return [self.global_block().vars[name] for name in self.trainable_params()]
+
+    def clone(self, for_test: bool = False) -> "Program":
+        """A copy that may be changed without touching this program; its Variables are this
+        program's for ``Executor.run`` (Paddle's ``Program.clone``). ``for_test=True`` (Paddle's
+        pruning of training-only operators) is not supported: build the program again with
+        the layers in ``eval()`` mode instead."""
+        if for_test:
+            raise NotImplementedError("Program.clone(for_test=True) is not supported: dropout "
+                                      "and batch-norm statistics are built into the program; "
+                                      "build it again with the model in eval() mode")
+        from .passes.clone import clone_program
+        return clone_program(self)
 
     def current_block(self) -> Block:
         return self.blocks[self._current]

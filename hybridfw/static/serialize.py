@@ -5,7 +5,8 @@ manifest and ``.npy`` arrays, written atomically, read with ``allow_pickle=False
 damaged files refused). It holds two things:
 
 - ``program``: the JSON-compatible description from :func:`program_to_dict`: format name and
-  version, device, feeds, parameter names, and every block (parent index, variables with
+  version, device, feeds, lineage (Executor.run takes the saved program's Variables in the
+  loaded one's fetch_list), parameter names, and every block (parent index, variables with
   name/shape/dtype/persistable, operators with type/inputs/outputs/attributes/sub-blocks and,
   when known, their origin ``[filename, lineno, source_line]``);
 - ``arrays``: the value of every persistable the program holds (parameters, buffers, captured
@@ -173,6 +174,7 @@ def program_to_dict(program: Program) -> dict:
         "version": FORMAT_VERSION,
         "device": str(program.device),
         "feeds": list(program.feeds),
+        "lineage": program.lineage,
         "params": [{"name": name, "requires_grad": bool(getattr(t, "requires_grad", False))}
                    for name, t in program.params.items()],
         "blocks": blocks,
@@ -258,6 +260,9 @@ def program_from_dict(d: dict, arrays, device=None) -> Program:
     _load_feeds(program, _field(d, "feeds", list, "program"))
     _load_params(program, _field(d, "params", list, "program"), arrays)
     program._counter = _name_counter(program)
+    lineage = d.get("lineage")  # (files written before it was kept have none)
+    if isinstance(lineage, str):
+        program.lineage = lineage
     return program
 
 

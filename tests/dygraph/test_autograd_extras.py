@@ -111,3 +111,90 @@ def test_double_backward_through_prod_in_a_static_program():
                                    fetch_list=[g, h], return_numpy=True)
     np.testing.assert_allclose(got[0], [6.0, 3.0, 2.0])
     np.testing.assert_allclose(got[1], [5.0, 4.0, 3.0])   # by hand: sum of the other pairs
+
+
+def test_backward_inputs_accumulates_into_those_tensors_only():
+    """torch's backward(inputs=...): .grad of the listed tensors (leaves or not, once each,
+    after their hooks), the other leaves untouched."""
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    unused = hf.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    loss = (y * y).sum()                              # d/dy = 2y = [4, 8]; d/dx = [8, 16]
+    loss.backward(inputs=[y, unused], retain_graph=True)
+    assert y.grad.tolist() == [4.0, 8.0] and x.grad is None and unused.grad is None
+    hf.autograd.backward(loss, inputs=y, retain_graph=True)
+    assert y.grad.tolist() == [8.0, 16.0]
+    loss.backward(inputs=[x, x], retain_graph=True)
+    assert x.grad.tolist() == [8.0, 16.0]
+    handle = x.register_hook(lambda g: g * 10)
+    loss.backward(inputs=(x,), retain_graph=True)
+    handle.remove()
+    assert x.grad.tolist() == [88.0, 176.0]
+    (g,) = hf.autograd.grad(loss, x, create_graph=True)
+    x.grad = None
+    g.sum().backward(inputs=[x])                      # d/dx sum(8x) = 8
+    assert x.grad.tolist() == [8.0, 8.0]
+    with pytest.raises(RuntimeError, match=r"inputs\[0\] \(shape \(2,\)\) does not require grad"):
+        loss.backward(inputs=[hf.tensor([1.0, 2.0])], retain_graph=True)
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        loss.backward(inputs=[], retain_graph=True)
+
+
+def test_grad_materialize_grads_gives_zeros_for_unused_inputs():
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    z = hf.tensor([[1.0], [3.0]], dtype=hf.float64, requires_grad=True)
+    loss = (x * x).sum()
+    gx, gz = hf.autograd.grad(loss, [x, z], materialize_grads=True, retain_graph=True)
+    assert gx.tolist() == [2.0, 4.0]
+    assert gz.tolist() == [[0.0], [0.0]] and gz.dtype == hf.float64
+    assert hf.autograd.grad(loss, [x, z], allow_unused=True, retain_graph=True)[1] is None
+    with pytest.raises(ValueError, match="materialize_grads=True .* allow_unused=False"):
+        hf.autograd.grad(loss, [x, z], materialize_grads=True, allow_unused=False)
+    # torch's other keywords, positions as torch's
+    assert hf.autograd.grad(loss, x, None, True, False, True, None, False)[0].tolist() == \
+        [2.0, 4.0]
+    with pytest.raises(NotImplementedError, match="is_grads_batched"):
+        hf.autograd.grad(loss, x, is_grads_batched=True)
+
+
+def test_inference_mode_records_no_graph_like_no_grad():
+    w = hf.tensor([1.0, 2.0], requires_grad=True)
+    with hf.inference_mode():
+        assert not (w * 2).requires_grad and not hf.is_grad_enabled()
+    with hf.inference_mode(False):
+        assert (w * 2).requires_grad
+    with hf.no_grad(), hf.inference_mode(False):
+        assert not (w * 2).requires_grad              # mode=False changes nothing
+
+    @hf.inference_mode
+    def bare(x):
+        return x * 2
+
+    @hf.autograd.inference_mode()
+    def called(x):
+        return x * 3
+
+    assert not bare(w).requires_grad and not called(w).requires_grad
+    assert bare.__name__ == "bare" and hf.is_grad_enabled()
+
+
+def test_detect_anomaly_names_the_node_whose_gradient_holds_nan():
+    """torch's set_detect_anomaly / detect_anomaly (they were missing)."""
+    x = hf.tensor([0.0, 1.0], requires_grad=True)
+    with hf.autograd.detect_anomaly():
+        assert hf.autograd.is_anomaly_enabled()
+        with pytest.raises(RuntimeError, match=r"the gradient that 'sqrt' \(<SqrtBackward>\) "
+                                               r"gave its input 0 holds NaN"):
+            (hf.sqrt(x) * 0 + x).sum().backward()
+        (x * x).sum().backward()                     # no NaN: nothing to say
+        assert x.grad.tolist() == [0.0, 2.0]
+    assert not hf.autograd.is_anomaly_enabled()
+    x.grad = None
+    (hf.sqrt(x) * 0 + x).sum().backward()            # off: NaN flows as in torch
+    assert np.isnan(x.grad.numpy()[0]) and x.grad.numpy()[1] == 1.0
+    hf.autograd.set_detect_anomaly(True)
+    try:
+        assert hf.autograd.is_anomaly_enabled()
+    finally:
+        hf.autograd.set_detect_anomaly(False)
+    assert not hf.autograd.is_anomaly_enabled()

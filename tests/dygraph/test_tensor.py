@@ -335,6 +335,41 @@ def test_detach_shares_storage_and_drops_history():
     assert np.shares_memory(dx.numpy(), x.detach().numpy())
 
 
+def test_data_ptr_tells_shared_memory_apart():
+    """torch's data_ptr(): the address of the first element (it was missing)."""
+    x = hf.arange(6.0).reshape(2, 3)
+    assert x.data_ptr() == x.detach().data_ptr() == x.data.data_ptr() == x[0].data_ptr()
+    assert x[1].data_ptr() - x.data_ptr() == 3 * 4
+    assert x.clone().data_ptr() != x.data_ptr()
+    a = np.zeros(3, np.float32)
+    assert hf.from_numpy(a).data_ptr() == a.ctypes.data
+
+
+def test_as_tensor_shares_a_numpy_arrays_memory_where_dtype_and_device_agree():
+    a = np.arange(4.0)
+    t = hf.as_tensor(a)
+    a[0] = 9.0
+    assert t.dtype is hf.float64 and t.tolist() == [9.0, 1.0, 2.0, 3.0]
+    assert hf.as_tensor(a, dtype="float64", device="cpu").data_ptr() == a.ctypes.data
+    copied = hf.as_tensor(a, dtype=hf.float32)       # another dtype: a copy
+    a[1] = 9.0
+    assert copied.tolist() == [9.0, 1.0, 2.0, 3.0]
+    frozen = np.arange(3)
+    frozen.flags.writeable = False                   # read-only memory: a copy
+    assert hf.as_tensor(frozen).data_ptr() != frozen.ctypes.data
+
+
+def test_data_setter_keeps_a_tensor_requiring_grad_floating_point():
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    x.data = hf.tensor([5.0, 6.0])
+    (x * x).sum().backward()
+    assert x.grad.tolist() == [10.0, 12.0] and x.is_leaf
+    with pytest.raises(RuntimeError, match="requires grad .* got dtype hybridfw.int64"):
+        x.data = hf.tensor([5, 6])
+    with pytest.raises(TypeError, match="expected a Tensor, got list"):
+        x.data = [1.0, 2.0]
+    assert x.dtype is hf.float32
+
 def test_clone_is_an_independent_copy_that_keeps_gradient_flow():
     x = hf.tensor([1.0, 2.0], requires_grad=True)
     c = x.clone()

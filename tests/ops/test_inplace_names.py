@@ -79,3 +79,49 @@ def test_to_static():
 
     np.testing.assert_allclose(f(hf.tensor(X)).numpy(), np.exp(np.sqrt(np.abs(2 * X))),
                                rtol=1e-14)
+
+
+_SIGMOID = lambda a: 1 / (1 + np.exp(-a))  # noqa: E731
+# (in-place method, numpy value, derivative of the value): unary ops and clamp's aliases
+_MORE = [
+    ("relu_", lambda a: np.maximum(a, 0), lambda a: (a > 0) * 1.0),
+    ("sigmoid_", _SIGMOID, lambda a: _SIGMOID(a) * (1 - _SIGMOID(a))),
+    ("tanh_", np.tanh, lambda a: 1 - np.tanh(a) ** 2),
+    ("log_", lambda a: np.log(np.abs(a)), lambda a: 1 / a),
+    ("log1p_", lambda a: np.log1p(np.abs(a)), lambda a: 1 / (1 + np.abs(a))),
+    ("expm1_", np.expm1, np.exp),
+    ("rsqrt_", lambda a: 1 / np.sqrt(np.abs(a)), lambda a: -0.5 * np.abs(a) ** -1.5),
+    ("sin_", np.sin, np.cos),
+    ("cos_", np.cos, lambda a: -np.sin(a)),
+    ("floor_", np.floor, lambda a: 0 * a),
+    ("ceil_", np.ceil, lambda a: 0 * a),
+    ("trunc_", np.trunc, lambda a: 0 * a),
+    ("sign_", np.sign, lambda a: 0 * a),
+]
+
+
+@pytest.mark.parametrize("name, ref, slope", _MORE, ids=[m[0] for m in _MORE])
+def test_more_unary_methods_in_place_with_gradients(name, ref, slope):
+    """relu_, sigmoid_, tanh_... were missing (AttributeError) where torch has them."""
+    data = np.abs(X) if name in ("log_", "log1p_", "rsqrt_") else X
+    x = hf.tensor(data, requires_grad=True)
+    y = x * 1.0
+    assert getattr(y, name)() is y
+    np.testing.assert_allclose(y.detach().numpy(), ref(data), rtol=1e-12)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), slope(data), rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(data)
+    getattr(t, name)()
+    np.testing.assert_allclose(y.detach().numpy(), t.numpy(), rtol=1e-12)
+
+
+def test_clip_and_clamp_min_max_in_place():
+    x = hf.tensor(X)
+    assert x.clip_(-1.0, 1.0) is x and x.tolist() == [[-1.0, 0.25], [1.0, -1.0]]
+    assert hf.tensor(X).clamp_min_(0.0).tolist() == [[0.0, 0.25], [4.0, 0.0]]
+    assert hf.tensor(X).clamp_max_(0.0).tolist() == [[-1.5, 0.0], [0.0, -9.0]]
+    with pytest.raises(TypeError, match="sigmoid.*int64"):
+        hf.tensor([1, 2]).sigmoid_()
+    with pytest.raises(RuntimeError, match="tanh: a leaf tensor that requires grad"):
+        hf.tensor([1.0], requires_grad=True).tanh_()

@@ -570,3 +570,28 @@ def test_a_value_only_a_loop_condition_reads_gets_no_gradient():
     assert eager.limit.grad is None and static.limit.grad is None
     np.testing.assert_allclose(static.fc.weight.grad.numpy(), eager.fc.weight.grad.numpy(),
                                rtol=1e-5)
+
+
+def test_no_grad_set_stops_gradients_as_paddle():
+    """Paddle's gradients(..., no_grad_set=...): the values listed are constants to the
+    backward (it was not an argument). d = sum(a*a + a*x) + sum(h) with a = 3x and h = x*a*a
+    (a while loop run twice): with a a constant, dd/dx = a + a*a."""
+    prog = S.Program()
+    with S.program_guard(prog):
+        x = S.data("x", [2], "float64")
+        n = S.data("n", [], "int64")
+        a = x * 3.0
+        _, h = S.nn.while_loop(lambda i, h: i < n, lambda i, h: (i + 1, h * a), [0, x])
+        d = (a * a + a * x).sum() + h.sum()
+        full = S.gradients(d, [x, a])
+        by_var = S.gradients(d, [x, a], no_grad_set={a})
+        (by_name,) = S.gradients(d, [x], no_grad_set=[a.name])
+        (itself,) = S.gradients(d, [x], no_grad_set=[x])
+    assert by_var[1] is None and itself is None
+    xv = np.array([1.0, 2.0])
+    got = run(prog, {"x": xv, "n": np.array(2)}, [full[0], full[1], by_var[0], by_name])
+    av = 3 * xv
+    np.testing.assert_allclose(got[0], 24 * xv + 27 * xv ** 2)
+    np.testing.assert_allclose(got[1], 2 * av + xv + 2 * xv * av)
+    np.testing.assert_allclose(got[2], av + av ** 2)
+    np.testing.assert_allclose(got[3], av + av ** 2)

@@ -126,3 +126,36 @@ def test_random_draws_and_fills_take_a_dynamic_batch_dim_at_run_time():
         assert got_noise.shape == (batch, 8)
         np.testing.assert_array_equal(got_dropped, ref_dropped.numpy())
         np.testing.assert_allclose(got_noise, ref_noise.numpy(), rtol=1e-6)
+
+
+def test_a_value_of_another_program_is_refused_not_taken_by_name():
+    """Both programs have a 't0': using the inner program's value in the outer one read the
+    outer program's 't0' (x * 2) silently."""
+    outer, inner = hf.static.Program(), hf.static.Program()
+    with hf.static.program_guard(outer):
+        x = hf.static.data("x", [2])
+        with hf.static.program_guard(inner):
+            v = hf.static.data("u", [2]) * 3.0
+        y = x * 2.0
+        assert y.name == v.name
+        for build in (lambda: x + v, lambda: hf.cat([x, v]),
+                      lambda: hf.static.nn.cond(x.sum() > 0, lambda: v, lambda: x)):
+            with pytest.raises(ValueError, match=r"Variable\(t0: \(2,\) float32\) is a value of "
+                                                 r"another program than the one being built"):
+                build()
+    (got,) = hf.static.Executor().run(outer, feed={"x": np.ones(2, np.float32)}, fetch_list=[y])
+    assert got.tolist() == [2.0, 2.0]
+
+
+def test_a_programs_value_used_outside_program_guard_is_named():
+    """x + 1 or x.sum() after the program_guard block ended reached numpy with the Variable:
+    "operand 'Variable' does not support ufuncs", "'DType' object has no attribute 'kind'"."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [2])
+    for use in (lambda: x + 1, lambda: hf.ones(2) * x, lambda: x.sum(), lambda: hf.cat([x, x]),
+                lambda: nn.functional.relu(x)):
+        with pytest.raises(TypeError, match=r"Variable\(x: \(2,\) float32\) is a value of a "
+                                            r"static program, used while no program is being "
+                                            r"built; use it inside hf.static.program_guard"):
+            use()

@@ -272,6 +272,53 @@ def test_errors_are_clear():
         exe.run(prog, feed={"x": np.ones((1, 2), np.float32)}, fetch_list=[y])
 
 
+
+def test_a_variable_of_another_program_is_not_fetched_by_its_name():
+    """Two programs both have a 't0'/'t1': fetching the other program's Variable used to hand
+    back this program's value of that name (another shape, dtype and meaning) silently."""
+    first, second = hf.static.Program(), hf.static.Program()
+    with hf.static.program_guard(first):
+        x = hf.static.data("x", [None, 2])
+        y = (x * 2.0) + 1.0
+    with hf.static.program_guard(second):
+        u = hf.static.data("u", [3], "float64")
+        v = (u * 3.0) - 1.0
+    assert y.name == v.name
+    exe = Executor()
+    feed = {"x": np.ones((1, 2), np.float32)}
+    with pytest.raises(ValueError, match=r"Variable\(t1: \(3,\) float64\) is a variable of "
+                                         r"another program.*pass its name \('t1'\)"):
+        exe.run(first, feed=feed, fetch_list=[v])
+    exe.run(first, feed=feed, fetch_list=[y])  # a cached plan for that name: still refused
+    with pytest.raises(ValueError, match="another program"):
+        exe.run(first, feed=feed, fetch_list=[y, v])
+    (by_name,) = exe.run(first, feed=feed, fetch_list=[v.name])
+    assert by_name.tolist() == [[3.0, 3.0]]
+    (got,) = exe.run(second, feed={"u": np.arange(3.0)}, fetch_list=[v])
+    assert got.tolist() == [-1.0, 2.0, 5.0]
+    # a copy a pass made is the same program: its Variables are the original's
+    optimized = hf.static.optimize(first, fetch=[y])
+    (same,) = exe.run(optimized, feed=feed, fetch_list=[y])
+    assert same.tolist() == [[3.0, 3.0]]
+    # and so is the program save_program / load_program gives back
+    loaded = hf.static.program_from_dict(hf.static.program_to_dict(first), {})
+    (again,) = exe.run(loaded, feed=feed, fetch_list=[y])
+    assert again.tolist() == [[3.0, 3.0]]
+    with pytest.raises(ValueError, match="another program"):
+        exe.run(loaded, feed=feed, fetch_list=[v])
+
+
+def test_a_feed_that_is_not_a_dict_or_not_an_array_is_named():
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 2])
+        y = x + 1.0
+    exe = Executor()
+    with pytest.raises(TypeError, match="feed must be a dict .* got list"):
+        exe.run(prog, feed=[np.ones((1, 2), np.float32)], fetch_list=[y])
+    with pytest.raises(ValueError, match=r"feed for input 'x' is not an array of shape \(-1, 2\)"):
+        exe.run(prog, feed={"x": [[1.0, 2.0], [3.0]]}, fetch_list=[y])
+
 def test_return_numpy_and_fetching_inputs_and_parameters():
     lin = nn.Linear(2, 2)
     prog = hf.static.Program()

@@ -1,4 +1,8 @@
-"""The IR's own bookkeeping: the cached input names of an operator."""
+"""The IR's own bookkeeping: the cached input names of an operator; Program's helpers."""
+import numpy as np
+import pytest
+
+import hybridfw as hf
 from hybridfw.static.ir import Operator
 
 
@@ -29,3 +33,28 @@ def test_a_copied_operator_gets_its_own_attributes_and_tuples():
     assert copy.input_names() == ("a", "b")
     copy.attrs["k"] = 2
     assert op.attrs == {"k": 1}
+
+
+def test_paddle_style_program_helpers_clone_list_vars_all_parameters():
+    """Program.clone(), block(i), num_blocks, list_vars() and all_parameters(), as Paddle's
+    (they were missing)."""
+    lin = hf.nn.Linear(2, 3)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [None, 2])
+        y = lin(x)
+        hf.static.nn.cond(y.sum() > 0, lambda: y, lambda: y * 2.0)
+    assert prog.num_blocks == 3 and prog.block(1) is prog.blocks[1]
+    assert {v.name for v in prog.list_vars()} >= {"x", y.name}
+    assert [tuple(p.shape) for p in prog.all_parameters()] == [(3, 2), (3,)]
+    copy = prog.clone()
+    assert copy is not prog and str(copy) == str(prog)
+    with hf.static.program_guard(copy):
+        hf.static.data("z", [1])
+    assert "z" not in prog.global_block().vars
+    xv = np.ones((4, 2), np.float32)
+    (got,) = hf.static.Executor().run(copy, feed={"x": xv, "z": np.zeros(1, np.float32)},
+                                      fetch_list=[y])   # the original's Variable
+    np.testing.assert_allclose(got.numpy(), lin(hf.tensor(xv)).detach().numpy(), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="for_test=True"):
+        prog.clone(for_test=True)

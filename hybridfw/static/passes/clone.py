@@ -18,7 +18,8 @@ __all__ = ["clone_program", "working_copy", "private_copy"]
 
 # attributes of Program that clone_program rebuilds itself; any other (an annotation another
 # module set, such as ``inplace``) is copied one level deep
-_REBUILT = {"blocks", "params", "feeds", "device", "_counter", "_captured", "_current"}
+_REBUILT = {"blocks", "params", "feeds", "device", "_counter", "_captured", "_current",
+            "lineage"}
 _NUMBERED = re.compile(r"(\d+)\0")  # the number ending a name, in NUL-terminated names
 
 # the program that the running optimize() owns alone (its passes may rewrite it in place)
@@ -67,6 +68,7 @@ def clone_program(program: Program, keep=None) -> Program:
     new.feeds = list(program.feeds)
     new._captured = dict(program._captured)
     new._current = program._current
+    new.lineage = program.lineage
     new._counter = itertools.count(_next_number(program))
     for key, value in vars(program).items():
         if key not in _REBUILT:
