@@ -955,11 +955,11 @@ def _use_flags(program, names) -> list:
     and an optimizer then leaves that parameter alone (no weight decay, no momentum step); the
     static backward computes zeros for it. The flag lets the backward report None instead, as
     eager does, for a value read only by operators inside branches of conds of the global
-    block (the flag: the OR of those branches' conditions). A value read anywhere else (the
-    global block, a loop body, a nested branch) counts as always used."""
+    block (the flag: the OR of those branches' conditions); a branch that returns the value
+    itself (``return x`` on one path) reads it too. A value read anywhere else (the global
+    block, a loop body, a nested branch, a loop's initial values) counts as always used."""
     from ..ops import elementwise as E
     from ..ops.registry import apply
-    from ..static.verifier import is_registry_op
     block = program.global_block()
     owner = {}  # id(sub-block) -> (cond operator, index of the branch)
     for op in block.ops:
@@ -972,14 +972,23 @@ def _use_flags(program, names) -> list:
     position = {id(op): i for i, op in enumerate(block.ops)}
     branches: dict = {n: set() for n in wanted}  # name -> {(op position, branch)}; None: always
     for sub, op in walk_ops(block):
-        if not is_registry_op(op.type):
+        if op.type == "py_func":  # a Python callback passes no gradient
             continue
-        for name in op.input_names():
+        where = owner.get(id(sub))
+        if op.type != "cond":  # (a loop reads its initial values and what its body reads)
+            reads = [(name, where) for name in op.input_names()]
+        else:
+            # its branches' operators were seen on their own; what remains is a value a branch
+            # passes straight through, used when that branch runs
+            reads = [(name, (op, k) if sub is block else where)
+                     for k, side in enumerate(("true_outputs", "false_outputs"))
+                     for name in op.attrs[side] if name is not None and name not in
+                     op.blocks[k].vars]
+        for name, place in reads:
             if name not in wanted or branches[name] is None:
                 continue
-            where = owner.get(id(sub))
-            branches[name] = None if where is None else \
-                branches[name] | {(position[id(where[0])], where[1])}
+            branches[name] = None if place is None else \
+                branches[name] | {(position[id(place[0])], place[1])}
     flags = []
     made: dict = {}  # the same branches: the same flag
     for name in names:

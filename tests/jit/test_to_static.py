@@ -1658,6 +1658,33 @@ def test_parameters_of_the_untaken_branch_get_no_gradient():
         assert (y.grad if y.grad is None else y.grad.tolist()) == y_grad
 
 
+def test_an_input_a_branch_returns_as_it_is_gets_its_gradient():
+    # `return x` on the path not taken by the branch that reads x in an op (and a loop started
+    # from x) still carries x's gradient: the pass-through counts as a use
+    def scale_if_positive(x, y):
+        if y.sum() > 0:
+            return x * 2
+        return x
+
+    def grow(x, y):
+        h = x
+        if y.sum() > 0:
+            h = x * 2
+        i = 0
+        while y.sum() + i < 3:
+            h = h + 1
+            i += 1
+        return h
+
+    for fn, cases in ((scale_if_positive, ((-1.0, [1.0, 1.0]), (1.0, [2.0, 2.0]))),
+                      (grow, ((-1.0, [1.0, 1.0]), (1.0, [2.0, 2.0])))):
+        f = hf.jit.to_static(fn)
+        for sign, x_grad in cases:
+            x = hf.tensor([1.0, 2.0], requires_grad=True)
+            f(x, hf.tensor([sign, sign])).sum().backward()
+            assert x.grad is not None and x.grad.tolist() == x_grad, (fn.__name__, sign)
+
+
 def test_split_along_a_dim_known_only_at_run_time_is_refused_clearly():
     def first_piece(x):
         return hf.split(x, 1, 0)[0]
