@@ -2066,3 +2066,50 @@ def test_pool_training_with_dynamic_height_and_width_names_the_remedy(layer, op)
     with pytest.raises(ValueError, match=rf"{op}_backward: .*\(-1, 2, -1, -1\).*fixed sizes in "
                                          rf"the InputSpec to train through {op}"):
         out.sum().backward()
+
+
+class _Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.fc(x)
+        return x * 3
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        if x.sum() > 0:
+            return x * self.k
+        return x - self.k
+
+
+def test_bound_methods_callable_objects_and_lambdas_convert():
+    # to_static(model.forward) and to_static(obj) (a __call__) run the method on its object
+    # (the object was dropped: "missing 1 required positional argument"); a lambda is traced
+    # as it is, as lambdas inside converted code are called
+    hf.manual_seed(0)
+    model = _Gate()
+    forward = hf.jit.to_static(model.forward)
+    for v in (1.0, -1.0):
+        x = hf.tensor([[v, 2 * v]])
+        got, want = forward(x), model(x)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    model.zero_grad()
+    forward(hf.tensor([[1.0, 2.0]])).sum().backward()
+    np.testing.assert_allclose(model.fc.weight.grad.numpy(), [[1.0, 2.0], [1.0, 2.0]])
+    assert "def forward(self, x):" in hf.jit.get_code(model.forward)
+
+    scaler = hf.jit.to_static(_Scaler(3.0))
+    assert scaler(hf.tensor([1.0, 2.0])).tolist() == [3.0, 6.0]
+    assert scaler(hf.tensor([-1.0, -2.0])).tolist() == [-4.0, -5.0]
+    assert "def __call__(self, x):" in hf.jit.get_code(_Scaler(3.0))
+
+    double = hf.jit.to_static(lambda x: x * 2 + 1)
+    assert double(hf.tensor([1.0, 2.0])).tolist() == [3.0, 5.0]
+    assert double(hf.tensor([3.0])).tolist() == [7.0]

@@ -101,8 +101,8 @@ def _converted(fn):
     from . import jst_module
     if isinstance(fn, functools.partial):  # the function converted, the bound arguments kept
         return functools.partial(_converted(fn.func), *fn.args, **fn.keywords)
-    if is_converted_code(fn.__code__):
-        return fn
+    if is_converted_code(fn.__code__) or fn.__name__ == "<lambda>":
+        return fn  # (a lambda is called as it is: its source can't be told apart reliably)
     new = instantiate(fn, convert_function(fn), jst_module())
 
     @functools.wraps(fn)
