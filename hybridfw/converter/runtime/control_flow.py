@@ -316,7 +316,10 @@ def _zeros_for(program, like):
         return like
     var = to_variable(program, like)
     shape = tuple(1 if s == -1 else s for s in var.shape)
-    return program.constant(np.zeros(shape, dtype=var.dtype.np))
+    zeros = program.constant(np.zeros(shape, dtype=var.dtype.np))
+    if var.name in program.python_scalars:  # (a loop index first bound by the loop: a number)
+        program.python_scalars.add(zeros.name)
+    return zeros
 
 
 def _equal(a, b) -> bool:
