@@ -40,7 +40,7 @@ def parse_index(index, to_tensor):
                     if isinstance(part, TensorLike) and part.ndim == 0:
                         continue
                     raise IndexError(f"getitem: slice bounds must be ints or None, got {item}")
-            start, stop, step = (None if p is None else int(p)
+            start, stop, step = (None if p is None else _slice_bound(p, item)
                                  for p in (item.start, item.stop, item.step))
             if step is not None and step <= 0:
                 raise ValueError(f"getitem: slice step must be positive, got {step}")
@@ -55,6 +55,17 @@ def parse_index(index, to_tensor):
             spec.append(("tensor",))
             tensors.append(t)
     return tuple(spec), tuple(tensors)
+
+
+def _slice_bound(part, item) -> int:
+    try:
+        return int(part)
+    except TypeError:  # a static program's value: its size would be known only when it runs
+        raise TypeError(
+            f"getitem: slice bound {part!r} of {item} is a tensor a static program knows only "
+            "when it runs (a tensor, or the index of a loop over range(tensor)); to_static "
+            "does not support slices of such bounds: select with a mask (hf.where(hf.arange(n) "
+            "< bound, x, 0)), or index_select with an index tensor") from None
 
 
 def _consumed(item, tensor) -> int:

@@ -2113,3 +2113,22 @@ def test_bound_methods_callable_objects_and_lambdas_convert():
     double = hf.jit.to_static(lambda x: x * 2 + 1)
     assert double(hf.tensor([1.0, 2.0])).tolist() == [3.0, 5.0]
     assert double(hf.tensor([3.0])).tolist() == [7.0]
+
+
+def prefix_sums(x):
+    y = hf.zeros_like(x)
+    for i in range(len(x)):
+        y[i] = x[:i + 1].sum()
+    return y
+
+
+def test_slice_bound_known_only_at_run_time_is_refused_clearly():
+    # x[:i + 1] with i the index of a loop over an InputSpec None dim: a TypeError naming
+    # getitem, the bound and the remedies at the user's line (was: "int() argument must be ...,
+    # not 'Variable'"); with the size fixed, the loop runs in Python and the slice works
+    f = hf.jit.to_static(prefix_sums, input_spec=[hf.jit.InputSpec([None])])
+    with pytest.raises(TypeError, match=r"getitem: slice bound .* a static program knows only "
+                                        r"when it runs") as info:
+        f(hf.tensor([1.0, 2.0, 3.0]))
+    assert "x[:i + 1].sum()" in str(info.value)
+    assert hf.jit.to_static(prefix_sums)(hf.tensor([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0, 6.0]
