@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..backend import Storage, array_device
-from ..converter.errors import ConversionError
+from ..converter.errors import ConversionError, InPlaceUpdateError
 from ..converter.runtime.calls import DeferredString, _converted, global_names, traced_modules
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
@@ -840,12 +840,12 @@ class StaticFunction:
             tensor = leaves[i]
             if tensor._rg and var.name not in program.no_grad_values and (
                     op is None or op.type != "updated_under_no_grad"):
-                raise ConversionError(
+                raise InPlaceUpdateError(
                     f"to_static({self.__qualname__}): tensor argument {i} requires grad and is "
                     f"updated in place{what}; as in eager code, wrap the update in hf.no_grad() "
                     f"or update a clone() of it{where}")
             if var.dtype is not tensor.dtype and var.dtype.category > tensor.dtype.category:
-                raise ConversionError(
+                raise InPlaceUpdateError(
                     f"to_static({self.__qualname__}): tensor argument {i} is updated in place"
                     f"{what} with a result of type {var.dtype}, which can't be cast to its type "
                     f"{tensor.dtype}{where}")

@@ -2132,3 +2132,19 @@ def test_slice_bound_known_only_at_run_time_is_refused_clearly():
         f(hf.tensor([1.0, 2.0, 3.0]))
     assert "x[:i + 1].sum()" in str(info.value)
     assert hf.jit.to_static(prefix_sums)(hf.tensor([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0, 6.0]
+
+
+def bump_argument(x):
+    x += 1
+    return x * 2
+
+
+def test_in_place_update_of_an_argument_eager_refuses_is_a_runtime_error_too():
+    # as eager raises RuntimeError for an in-place update of a leaf that requires grad, the
+    # converted function's refusal is one (and still a ConversionError naming the line)
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+        bump_argument(x)
+    with pytest.raises(RuntimeError, match="requires grad and is updated in place") as info:
+        hf.jit.to_static(bump_argument)(x)
+    assert isinstance(info.value, ConversionError) and "x += 1" in str(info.value)
