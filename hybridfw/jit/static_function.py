@@ -908,7 +908,8 @@ class StaticFunction:
                  for k in float_outputs]
         targets = [block.var(names[i]) if kind == "input" else i for kind, i in diff]
         flags = _use_flags(program, [names[i] if kind == "input" else
-                                     program._captured.get(id(i)) for kind, i in diff])
+                                     program._captured.get(id(i)) for kind, i in diff],
+                           [fetch_vars[k].name for k in float_outputs])
         flag_names = [f for f in flags if f is not None]
         grads = gradients([fetch_vars[k] for k in float_outputs], targets, seeds)
         dtypes = {fetch_vars[k].dtype for k in float_outputs}
@@ -947,7 +948,24 @@ class StaticFunction:
         return entry
 
 
-def _use_flags(program, names) -> list:
+def _gradient_carriers(block, targets) -> set:
+    """Names of ``block`` whose gradient can reach ``targets``: floating-point values read by
+    an operator that passes gradients on from an output that is one (a control-flow operator
+    from any output to all it reads); a value only a comparison or a Python callback reads is
+    not one."""
+    from ..ops.registry import get_op
+    from ..static.verifier import is_registry_op
+    carriers = set(targets)
+    for op in reversed(block.ops):
+        if op.type == "py_func" or not any(o in carriers for o in op.outputs):
+            continue
+        if is_registry_op(op.type) and get_op(op.type).vjp is None:
+            continue
+        carriers.update(n for n in op.input_names() if block.var(n).dtype.is_floating_point)
+    return carriers
+
+
+def _use_flags(program, names, targets) -> list:
     """Per name (a differentiable input or parameter; None: not captured), the name of a new
     bool value of the program that says whether a run uses it, or None when every run does.
 
@@ -957,7 +975,9 @@ def _use_flags(program, names) -> list:
     eager does, for a value read only by operators inside branches of conds of the global
     block (the flag: the OR of those branches' conditions); a branch that returns the value
     itself (``return x`` on one path) reads it too. A value read anywhere else (the global
-    block, a loop body, a nested branch, a loop's initial values) counts as always used."""
+    block, a loop body, a nested branch, a loop's initial values) counts as always used, except
+    by an operator of the global block whose result passes no gradient on to ``targets`` (the
+    outputs differentiated), such as ``y.sum()`` in the condition ``if y.sum() > 0``."""
     from ..ops import elementwise as E
     from ..ops.registry import apply
     block = program.global_block()
@@ -970,10 +990,13 @@ def _use_flags(program, names) -> list:
     if not owner or not wanted:
         return [None] * len(names)
     position = {id(op): i for i, op in enumerate(block.ops)}
+    carriers = _gradient_carriers(block, targets)
     branches: dict = {n: set() for n in wanted}  # name -> {(op position, branch)}; None: always
     for sub, op in walk_ops(block):
         if op.type == "py_func":  # a Python callback passes no gradient
             continue
+        if sub is block and not any(o in carriers for o in op.outputs):
+            continue  # (its result reaches the outputs differentiated by no gradient)
         where = owner.get(id(sub))
         if op.type != "cond":  # (a loop reads its initial values and what its body reads)
             reads = [(name, where) for name in op.input_names()]

@@ -1657,6 +1657,21 @@ def test_parameters_of_the_untaken_branch_get_no_gradient():
         assert x.grad.tolist() == [2.0, 2.0]
         assert (y.grad if y.grad is None else y.grad.tolist()) == y_grad
 
+    def add_if_its_sum_is_positive(x, y):
+        # y is also read outside the branch, by the condition alone: still no gradient (None,
+        # as eager) on a call that skipped the branch, not zeros
+        if y.sum() > 0:
+            x = x + y
+        return x * 2
+
+    f = hf.jit.to_static(add_if_its_sum_is_positive)
+    for sign, y_grad in ((-1.0, None), (1.0, [2.0, 2.0])):
+        x = hf.ones(2, requires_grad=True)
+        y = hf.tensor([sign, sign], requires_grad=True)
+        f(x, y).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        assert (y.grad if y.grad is None else y.grad.tolist()) == y_grad
+
 
 def test_an_input_a_branch_returns_as_it_is_gets_its_gradient():
     # `return x` on the path not taken by the branch that reads x in an op (and a loop started
