@@ -2163,3 +2163,30 @@ def test_in_place_update_of_an_argument_eager_refuses_is_a_runtime_error_too():
     with pytest.raises(RuntimeError, match="requires grad and is updated in place") as info:
         hf.jit.to_static(bump_argument)(x)
     assert isinstance(info.value, ConversionError) and "x += 1" in str(info.value)
+
+
+def show_gradient_information(x, w):
+    print("x", x, "w", w)
+    h = x * w
+    print(f"h {h} mean={h.mean():.2f}", "s " + str(h.sum()))
+    if h.sum() > 0:
+        h = h * 2
+    else:
+        h = h - 1
+    print("after", h)
+    with hf.no_grad():
+        print("detached", h * 3)
+    return h
+
+
+def test_print_shows_requires_grad_and_grad_fn_as_eager(capsys):
+    # a printed tensor says requires_grad=True or its grad_fn as eager's does (the branch an
+    # if on a tensor took decides which operator made it), on every call
+    f = hf.jit.to_static(show_gradient_information)
+    for sign in (1.0, -1.0, 1.0):
+        args = (hf.tensor([sign, 2 * sign]), hf.tensor([1.0, 0.5], requires_grad=True))
+        show_gradient_information(*args)
+        expected = capsys.readouterr().out
+        f(*args)
+        assert capsys.readouterr().out == expected
+    assert "grad_fn=<MulBackward>" in expected and "requires_grad=True" in expected

@@ -342,13 +342,25 @@ def convert_print(*args, **kwargs):
 
     # a value standing for a Python number (a loop counter, x.item()) prints as the number
     numbers = [v.name in v.block.program.python_scalars for v in inputs]
+    # a tensor prints as eager's would: with requires_grad=True or its grad_fn (which may
+    # depend on the branch an if took: its predicate is read too)
+    extras = [None if number else _grad_extra(v) for v, number in zip(inputs, numbers)]
+    predicates: list = []
+    for extra in extras:
+        _grad_predicates(extra, predicates)
+    predicates = list({id(p): p for p in predicates}.values())
+    count = len(inputs)
 
     def run(*arrays):
+        flags = {id(p): bool(a) for p, a in zip(predicates, arrays[count:])}
         full = list(args)
         fields = {i: list(a.values) for i, a in enumerate(args)
                   if isinstance(a, DeferredString)}
-        for (i, k), arr, number in zip(slots, arrays, numbers):
+        for (i, k), arr, number, extra in zip(slots, arrays, numbers, extras):
             value = arr.item() if number else wrap_array(arr)
+            extra = _grad_extra_now(extra, flags)
+            if extra is not None:
+                value = _Printed(value, extra)
             if k is None:
                 full[i] = value
             else:
@@ -358,8 +370,87 @@ def convert_print(*args, **kwargs):
         print(*full, **kwargs)
         return ()
     run.__qualname__ = "print"
-    py_func(run, inputs, [], has_side_effects=True)
+    py_func(run, inputs + predicates, [], has_side_effects=True)
     return None
+
+
+def _grad_extra(value, depth: int = 0):
+    """What eager's repr of ``value`` would add about gradients: ``requires_grad=True`` for an
+    argument or parameter that requires grad, ``grad_fn=<MulBackward>`` for a result computed
+    from one (the operator that made it), None for a value that does not require grad. For a
+    value an ``if`` on a tensor gives: ``(predicate, then, else)`` where the predicate is in
+    scope here (the branch taken says which), else the then branch's; for a loop's, its body's.
+    """
+    if depth > 32 or not value.requires_grad:
+        return None
+    program = value.block.program
+    name = value.name
+    if name in program.grad_sources or name in program.params:
+        return "requires_grad=True"
+    op = next((op for block in program.blocks for op in block.ops if name in op.outputs), None)
+    if op is None:
+        return None
+    if not op.blocks:
+        return f"grad_fn=<{op.type.capitalize()}Backward>"
+    index = op.outputs.index(name)
+    sides = [op.attrs.get(key, ()) for key in ("true_outputs", "false_outputs", "body_outputs")]
+    extras = [None if index >= len(names) or names[index] is None else
+              _grad_extra(_find_var(program, names[index]), depth + 1) for names in sides]
+    if op.type != "cond":
+        return extras[2]
+    pred = _find_var(program, op.inputs[0])
+    if extras[0] == extras[1] or not _in_scope(pred, program.current_block()):
+        return extras[0]
+    return (pred, extras[0], extras[1])
+
+
+def _find_var(program, name):
+    for block in program.blocks:
+        var = block.vars.get(name)
+        if var is not None:
+            return var
+    return None
+
+
+def _in_scope(var, block) -> bool:
+    while block is not None:
+        if var is not None and var.block is block:
+            return True
+        block = block.parent
+    return False
+
+
+def _grad_extra_now(extra, flags):
+    """``extra`` with the predicates of the ifs it depends on (``flags``: their values this
+    run, in the order :func:`_grad_predicates` listed them) decided."""
+    while isinstance(extra, tuple):
+        extra = extra[1] if flags[id(extra[0])] else extra[2]
+    return extra
+
+
+def _grad_predicates(extra, out: list) -> None:
+    if isinstance(extra, tuple):
+        out.append(extra[0])
+        _grad_predicates(extra[1], out)
+        _grad_predicates(extra[2], out)
+
+
+class _Printed:
+    """A tensor a converted ``print`` shows as eager code would show it (its repr with the
+    gradient information of the value it stands for)."""
+
+    __slots__ = ("extra", "tensor")
+
+    def __init__(self, tensor, extra: str):
+        self.tensor, self.extra = tensor, extra
+
+    def __repr__(self) -> str:
+        return f"{repr(self.tensor)[:-1]}, {self.extra})"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(self.tensor, spec) if spec else repr(self)
 
 
 def convert_assert(test, message=None):
