@@ -872,6 +872,32 @@ def test_expand_takes_a_run_time_size_as_the_tensors_own_dim():
         g(hf.ones(3, 1), hf.ones(3))
 
 
+class _ClassToken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cls = nn.Parameter(hf.arange(4).astype("float32").reshape(1, 1, 4))
+
+    def forward(self, x):
+        cls = self.cls.expand(x.shape[0], -1, -1)  # (ViT's class token, one per sample)
+        return hf.cat([cls, x], dim=1), self.cls[0].expand(x.size(0), 2, 4)
+
+
+def test_expand_of_a_parameter_to_another_tensors_run_time_size():
+    # a parameter's dims of 1 (or new leading dims) broadcast to an input's InputSpec None dim,
+    # gradient summed over it (was: AttributeError 'Parameter' object has no attribute 'name')
+    model = _ClassToken()
+    f = hf.jit.to_static(model, input_spec=[hf.jit.InputSpec([None, 3, 4])])
+    for b in (1, 3):
+        x = hf.ones(b, 3, 4)
+        tokens, repeated = f(x)
+        assert tokens.shape == (b, 4, 4) and repeated.shape == (b, 2, 4)
+        np.testing.assert_allclose(tokens.detach().numpy()[:, 0], np.tile(np.arange(4.0), (b, 1)))
+        model.cls.grad = None
+        tokens.sum().backward()
+        np.testing.assert_allclose(model.cls.grad.numpy(), np.full((1, 1, 4), float(b)))
+    assert f.forward.cache_info().misses == 1
+
+
 def add_if_same_shape(x, y):
     if x.shape == y.shape:
         return x + y
