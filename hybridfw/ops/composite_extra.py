@@ -107,13 +107,15 @@ def repeat(input, *sizes):  # noqa: A002
     if len(sizes) < x.ndim:
         raise ValueError(f"repeat: {len(sizes)} sizes for a tensor of {x.ndim} dims; give at "
                          "least one per dim")
-    _known("repeat", x)
+    if x.shape.count(-1) > 1:  # (one dim known only at run time: the reshapes infer it)
+        _known("repeat", x)
     shape = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
     # (r0, s0, r1, s1, ...): each dim preceded by its repeat count, then merged pairwise
     paired = apply(S.reshape, x, shape=tuple(v for s in shape for v in (1, s)))
     paired = apply(S.broadcast_to, paired,
                    shape=tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
-    return apply(S.reshape, paired, shape=tuple(r * s for r, s in zip(sizes, shape)))
+    return apply(S.reshape, paired,
+                 shape=tuple(-1 if s == -1 else r * s for r, s in zip(sizes, shape)))
 
 
 def tile(input, dims):  # noqa: A002
