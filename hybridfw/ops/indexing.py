@@ -38,9 +38,11 @@ def parse_index(index, to_tensor):
             for part in (item.start, item.stop, item.step):
                 if part is not None and (not isinstance(part, int) or isinstance(part, bool)):
                     if isinstance(part, TensorLike) and part.ndim == 0:
+                        if getattr(part, "block", None) is not None:
+                            raise RunTimeSliceBound(item)  # (a static program's value)
                         continue
                     raise IndexError(f"getitem: slice bounds must be ints or None, got {item}")
-            start, stop, step = (None if p is None else _slice_bound(p, item)
+            start, stop, step = (None if p is None else int(p)
                                  for p in (item.start, item.stop, item.step))
             if step is not None and step <= 0:
                 raise ValueError(f"getitem: slice step must be positive, got {step}")
@@ -57,15 +59,10 @@ def parse_index(index, to_tensor):
     return tuple(spec), tuple(tensors)
 
 
-def _slice_bound(part, item) -> int:
-    try:
-        return int(part)
-    except TypeError:  # a static program's value: its size would be known only when it runs
-        raise TypeError(
-            f"getitem: slice bound {part!r} of {item} is a tensor a static program knows only "
-            "when it runs (a tensor, or the index of a loop over range(tensor)); to_static "
-            "does not support slices of such bounds: select with a mask (hf.where(hf.arange(n) "
-            "< bound, x, 0)), or index_select with an index tensor") from None
+class RunTimeSliceBound(Exception):
+    """Raised by :func:`parse_index` for a slice bounded by a value a static program knows
+    only when it runs: indexing then selects with a mask over that dim instead
+    (``composite_extra.run_time_slices``)."""
 
 
 def _consumed(item, tensor) -> int:
@@ -497,7 +494,7 @@ scatter = register("scatter", infer=_scatter_infer, kernel=_scatter_kernel, supp
 
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
            "scatter", "check_index", "IndexOutOfBoundsError", "check_index_bounds",
-           "parse_index", "index_shape", "build_index", "narrow"]
+           "parse_index", "index_shape", "build_index", "narrow", "RunTimeSliceBound"]
 
 
 # ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------

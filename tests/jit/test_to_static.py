@@ -1315,17 +1315,26 @@ def _first_n(x):
     return x[:n]
 
 
-@pytest.mark.parametrize("fn", [_kept_positive, _first_n])
+@pytest.mark.parametrize("fn", [_kept_positive])
 def test_full_graph_false_falls_back_where_python_needs_a_concrete_value(fn):
     """With full_graph=False, Python that needs a value the program only has when it runs (a
-    comprehension's tensor condition, a slice bound from x.item()) runs eagerly, with a
-    warning naming the line; with full_graph=True it is an error."""
+    comprehension's tensor condition) runs eagerly, with a warning naming the line; with
+    full_graph=True it is an error."""
     x = hf.tensor([1.0, -2.0, 3.0])
     with pytest.warns(UserWarning, match=r"falling back to eager(.|\n)*test_to_static.py"):
         got = hf.jit.to_static(fn, full_graph=False)(x)
     np.testing.assert_allclose(got.numpy(), fn(x).numpy())
     with pytest.raises(TypeError):
         hf.jit.to_static(fn)(x)
+
+
+def test_a_slice_bound_from_item_converts():
+    # x[:n] with n = int(x.sum().item()): the program slices by the value of each run
+    f = hf.jit.to_static(_first_n)
+    for values in ([1.0, -2.0, 3.0], [1.0, 1.0, 1.0], [0.5, 0.0, 0.0]):
+        x = hf.tensor(values)
+        np.testing.assert_array_equal(f(x).numpy(), _first_n(x).numpy())
+    assert f.cache_info().misses == 1
 
 
 def _checked_double(x):
@@ -2163,16 +2172,33 @@ def prefix_sums(x):
     return y
 
 
-def test_slice_bound_known_only_at_run_time_is_refused_clearly():
-    # x[:i + 1] with i the index of a loop over an InputSpec None dim: a TypeError naming
-    # getitem, the bound and the remedies at the user's line (was: "int() argument must be ...,
-    # not 'Variable'"); with the size fixed, the loop runs in Python and the slice works
+def test_slices_by_bounds_known_only_at_run_time():
+    # x[:i + 1] with i the index of a loop over an InputSpec None dim, x[a:b] / x[-a:, ::2] /
+    # y[:n] = 0 with tensor bounds: one program for every size and bound, gradients as eager
+    # (was: "int() argument must be ..., not 'Variable'")
     f = hf.jit.to_static(prefix_sums, input_spec=[hf.jit.InputSpec([None])])
-    with pytest.raises(TypeError, match=r"getitem: slice bound .* a static program knows only "
-                                        r"when it runs") as info:
-        f(hf.tensor([1.0, 2.0, 3.0]))
-    assert "x[:i + 1].sum()" in str(info.value)
-    assert hf.jit.to_static(prefix_sums)(hf.tensor([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0, 6.0]
+    assert f(hf.tensor([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0, 6.0]
+    assert f(hf.tensor([1.0, 1.0])).tolist() == [1.0, 2.0]
+    g = hf.jit.to_static(slices_by_tensors)
+    for a, b in ((1, 4), (0, 9), (3, 2), (2, -1)):
+        x = hf.tensor(np.arange(30.0, dtype=np.float32).reshape(5, 6), requires_grad=True)
+        want = slices_by_tensors(x, hf.tensor(a), hf.tensor(b))
+        x2 = hf.tensor(x.detach().numpy(), requires_grad=True)
+        got = g(x2, hf.tensor(a), hf.tensor(b))
+        for w, o in zip(want, got):
+            assert o.shape == w.shape
+            np.testing.assert_array_equal(o.detach().numpy(), w.detach().numpy())
+        sum((t * t).sum() for t in want).backward()
+        sum((t * t).sum() for t in got).backward()
+        np.testing.assert_array_equal(x2.grad.numpy(), x.grad.numpy())
+    assert g.cache_info().misses == 1
+
+
+def slices_by_tensors(x, a, b):
+    y = x * 1.0
+    y[:, b:] = 0.0
+    return x[a:b], x[-a:, ::2], x[..., a:b][:, :1], y
+
 
 
 def bump_argument(x):
