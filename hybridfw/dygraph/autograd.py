@@ -55,6 +55,7 @@ class GradModeContext:
         def wrapper(*args, **kwargs):
             with GradModeContext(self.mode):
                 return fn(*args, **kwargs)
+        wrapper.__hf_grad_mode__ = lambda mode=self.mode: GradModeContext(mode)
         return wrapper
 
 
@@ -114,6 +115,7 @@ class no_grad(GradModeContext):
         def wrapper(*args, **kwargs):
             with no_grad():
                 return fn(*args, **kwargs)
+        wrapper.__hf_grad_mode__ = no_grad  # (to_static converts fn, run in this mode)
         return wrapper
 
 
@@ -131,6 +133,7 @@ class enable_grad(GradModeContext):
         def wrapper(*args, **kwargs):
             with enable_grad():
                 return fn(*args, **kwargs)
+        wrapper.__hf_grad_mode__ = enable_grad
         return wrapper
 
 

@@ -2242,3 +2242,51 @@ def test_print_shows_requires_grad_and_grad_fn_as_eager(capsys):
         f(*args)
         assert capsys.readouterr().out == expected
     assert "grad_fn=<MulBackward>" in expected and "requires_grad=True" in expected
+
+
+class _NoGradStats(nn.Module):
+    @hf.no_grad()
+    def forward(self, x):
+        if x.mean() > 0:
+            return x.std()
+        return x.abs().mean()
+
+
+class _Normalized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.stats = _NoGradStats()
+
+    @hf.no_grad
+    def scale(self, x):
+        if x.sum() > 0:
+            return x.max()
+        return -x.min()
+
+    def forward(self, x):
+        return self.fc(x) / (self.stats(x) + self.scale(x) + 1)
+
+
+def test_functions_decorated_with_a_grad_mode_are_converted():
+    # @hf.no_grad() methods and forwards called from converted code are converted (their
+    # wrapper is library code, which was called as it is: "the truth value of static
+    # Variable ... is only known when the program runs") and run in that mode
+    hf.manual_seed(0)
+    eager = _Normalized()
+    converted = _Normalized()
+    converted.load_state_dict(eager.state_dict())
+    static = hf.jit.to_static(converted)
+    for sign in (1.0, -1.0):
+        x = hf.tensor(np.array([[1.0, 2.0, 0.5], [0.1, 0.3, 2.0]], np.float32) * sign,
+                      requires_grad=True)
+        x2 = hf.tensor(x.detach().numpy(), requires_grad=True)
+        want, got = eager(x), static(x2)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        want.sum().backward()
+        got.sum().backward()
+        np.testing.assert_allclose(x2.grad.numpy(), x.grad.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(converted.fc.weight.grad.numpy(),
+                                   eager.fc.weight.grad.numpy(), rtol=1e-5)
+        eager.zero_grad()
+        converted.zero_grad()

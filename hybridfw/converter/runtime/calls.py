@@ -162,9 +162,13 @@ def convert_call(fn):
             return (_size if fn.__name__ == "size" else _numel)(target)
         if _user_function(fn.__func__):
             return types.MethodType(_converted(fn.__func__), target)
-        return fn
+        wrapped = _grad_mode_wrapped(fn.__func__)
+        return fn if wrapped is None else types.MethodType(wrapped, target)
     if _user_function(fn) or (isinstance(fn, functools.partial) and _user_partial(fn)):
         return _converted(fn)
+    wrapped = _grad_mode_wrapped(fn)
+    if wrapped is not None:
+        return wrapped
     if _is_numpy(fn):
         return _numpy_call(fn)
     module_cls = _module_class()
@@ -172,9 +176,29 @@ def convert_call(fn):
         traced_modules[-1][id(fn)] = fn
     if isinstance(fn, module_cls) and not _library_module(type(fn).__module__):
         forward = type(fn).forward
-        if _user_function(forward) and not fn._forward_pre_hooks and not fn._forward_hooks:
-            return types.MethodType(_converted(forward), fn)
+        if not fn._forward_pre_hooks and not fn._forward_hooks:
+            if _user_function(forward):
+                return types.MethodType(_converted(forward), fn)
+            wrapped = _grad_mode_wrapped(forward)
+            if wrapped is not None:
+                return types.MethodType(wrapped, fn)
     return fn
+
+
+def _grad_mode_wrapped(fn):
+    """For a user function decorated with a grad mode (``@hf.no_grad()``, whose wrapper is
+    library code, called as it is): that function converted, run in that mode; else None."""
+    mode = getattr(fn, "__hf_grad_mode__", None)
+    inner = getattr(fn, "__wrapped__", None)
+    if mode is None or inner is None or not _user_function(inner):
+        return None
+    converted = _converted(inner)
+
+    @functools.wraps(inner)
+    def in_mode(*args, **kwargs):
+        with mode():
+            return converted(*args, **kwargs)
+    return in_mode
 
 
 @functools.lru_cache(maxsize=1)
