@@ -833,8 +833,14 @@ class StaticFunction:
         for i, (var, name) in enumerate(zip(feeds, names)):
             if var.name == name:
                 continue
-            op = next((op for _, op in walk_ops(program.global_block())
-                       if var.name in op.outputs), None)
+            producer = {out: op for _, op in walk_ops(program.global_block())
+                        for out in op.outputs}
+            op = producer.get(var.name)
+            # (the first of its in-place updates, each reading the value the one before made,
+            # is the one eager code refuses)
+            while op is not None and op.inputs and isinstance(op.inputs[0], str) and \
+                    op.inputs[0] != name and op.inputs[0] in producer:
+                op = producer[op.inputs[0]]
             what = f" ({op.type})" if op is not None else ""
             where = format_origin(op.origin) if op is not None else ""
             tensor = leaves[i]
