@@ -2292,3 +2292,27 @@ def test_functions_decorated_with_a_grad_mode_are_converted():
                                    eager.fc.weight.grad.numpy(), rtol=1e-5)
         eager.zero_grad()
         converted.zero_grad()
+
+
+def grows_while_small(x, n):
+    h = x * 1
+    i = 0
+    while i < n:
+        h = h * 2
+        print("in loop", h, h.requires_grad)
+        i += 1
+    print("after", h)
+    return h
+
+
+def test_values_inside_a_loop_on_a_tensor_know_they_require_grad(capsys):
+    # a loop variable stands for its initial value (and the body's result): inside the body
+    # h.requires_grad is True and print shows h's grad_fn, as eager (was: False, bare tensor)
+    f = hf.jit.to_static(grows_while_small)
+    for n in (2, 1):
+        x = hf.tensor([1.0, 2.0], requires_grad=True)
+        grows_while_small(x, hf.tensor(n))
+        expected = capsys.readouterr().out
+        f(x, hf.tensor(n))
+        assert capsys.readouterr().out == expected
+    assert "in loop tensor([2., 4.], grad_fn=<MulBackward>) True" in expected
