@@ -4,8 +4,8 @@ from __future__ import annotations
 import linecache
 import sys
 
-__all__ = ["ConversionError", "UnsupportedConstructError", "add_user_location", "located",
-           "user_frame"]
+__all__ = ["ConversionError", "InPlaceUpdateError", "UnsupportedConstructError",
+           "add_user_location", "located", "user_frame"]
 
 
 def _where(filename, lineno) -> str:
@@ -23,6 +23,11 @@ class ConversionError(Exception):
         if filename is not None:
             message = f"{message}\n  {_where(filename, lineno)}"
         super().__init__(message)
+
+
+class InPlaceUpdateError(ConversionError, RuntimeError):
+    """An in-place update of an argument that eager code refuses with a RuntimeError too (of a
+    leaf that requires grad, or to a dtype it can't hold): code catching either works."""
 
 
 class UnsupportedConstructError(ConversionError, NotImplementedError):

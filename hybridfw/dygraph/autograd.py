@@ -58,6 +58,7 @@ class GradModeContext:
         def wrapper(*args, **kwargs):
             with GradModeContext(self.mode):
                 return fn(*args, **kwargs)
+        wrapper.__hf_grad_mode__ = lambda mode=self.mode: GradModeContext(mode)
         return wrapper
 
 
@@ -161,6 +162,7 @@ class no_grad(GradModeContext):
         def wrapper(*args, **kwargs):
             with no_grad():
                 return fn(*args, **kwargs)
+        wrapper.__hf_grad_mode__ = no_grad  # (to_static converts fn, run in this mode)
         return wrapper
 
 
@@ -215,6 +217,7 @@ class enable_grad(GradModeContext):
         def wrapper(*args, **kwargs):
             with enable_grad():
                 return fn(*args, **kwargs)
+        wrapper.__hf_grad_mode__ = enable_grad
         return wrapper
 
 

@@ -16,6 +16,9 @@ Example::
 """
 from __future__ import annotations
 
+import functools
+import types
+
 from ..converter import not_to_static
 from .input_spec import InputSpec
 from .static_function import CacheInfo, ConcreteProgram, StaticFunction
@@ -39,7 +42,10 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
     """Convert a function or an ``hf.nn.Module`` (its ``forward``) to run as static programs.
 
     Usable as ``@to_static``, ``@to_static(input_spec=[...])`` or ``to_static(model)`` (which
-    converts ``model.forward`` in place and returns the model). See :class:`StaticFunction`.
+    converts ``model.forward`` in place and returns the model). A bound method
+    (``to_static(model.forward)``) or an object with ``__call__`` converts that method, called on
+    its object; a lambda is traced as it is (lambdas are not converted: a ternary on a tensor in
+    one needs a ``def``). See :class:`StaticFunction`.
 
     ``memory_budget`` (training only): ``None`` keeps every forward value the backward reads;
     ``'sqrt'`` or a number of bytes lets the backward recompute forward values instead
@@ -78,7 +84,13 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
     if not callable(function_or_module):
         raise TypeError(f"to_static: expected a function or an hf.nn.Module, got "
                         f"{type(function_or_module).__name__}")
-    return StaticFunction(function_or_module, input_spec, full_graph,
+    function, instance = function_or_module, None
+    if isinstance(function, types.MethodType):  # model.forward, obj.method: bound to its object
+        function, instance = function.__func__, function.__self__
+    elif not isinstance(function, (types.FunctionType, functools.partial, type)) and \
+            isinstance(getattr(type(function), "__call__", None), types.FunctionType):
+        function, instance = type(function).__call__, function  # an object with __call__
+    return StaticFunction(function, input_spec, full_graph, instance,
                           memory_budget=memory_budget, backend=backend, tier_after=tier_after)
 
 
@@ -91,6 +103,11 @@ def get_code(function) -> str:
         function = forward
     if isinstance(function, StaticFunction):
         function = function.dygraph_function
+    if isinstance(function, types.MethodType):
+        function = function.__func__
+    elif not isinstance(function, (types.FunctionType, functools.partial, type)) and \
+            isinstance(getattr(type(function), "__call__", None), types.FunctionType):
+        function = type(function).__call__
     return converted_source(function)
 
 

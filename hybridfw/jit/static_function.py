@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..backend import Storage, array_device
-from ..converter.errors import ConversionError
+from ..converter.errors import ConversionError, InPlaceUpdateError
 from ..converter.runtime.calls import DeferredString, _converted, global_names, traced_modules
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
@@ -833,19 +833,25 @@ class StaticFunction:
         for i, (var, name) in enumerate(zip(feeds, names)):
             if var.name == name:
                 continue
-            op = next((op for _, op in walk_ops(program.global_block())
-                       if var.name in op.outputs), None)
+            producer = {out: op for _, op in walk_ops(program.global_block())
+                        for out in op.outputs}
+            op = producer.get(var.name)
+            # (the first of its in-place updates, each reading the value the one before made,
+            # is the one eager code refuses)
+            while op is not None and op.inputs and isinstance(op.inputs[0], str) and \
+                    op.inputs[0] != name and op.inputs[0] in producer:
+                op = producer[op.inputs[0]]
             what = f" ({op.type})" if op is not None else ""
             where = format_origin(op.origin) if op is not None else ""
             tensor = leaves[i]
             if tensor._rg and var.name not in program.no_grad_values and (
                     op is None or op.type != "updated_under_no_grad"):
-                raise ConversionError(
+                raise InPlaceUpdateError(
                     f"to_static({self.__qualname__}): tensor argument {i} requires grad and is "
                     f"updated in place{what}; as in eager code, wrap the update in hf.no_grad() "
                     f"or update a clone() of it{where}")
             if var.dtype is not tensor.dtype and var.dtype.category > tensor.dtype.category:
-                raise ConversionError(
+                raise InPlaceUpdateError(
                     f"to_static({self.__qualname__}): tensor argument {i} is updated in place"
                     f"{what} with a result of type {var.dtype}, which can't be cast to its type "
                     f"{tensor.dtype}{where}")
@@ -908,7 +914,8 @@ class StaticFunction:
                  for k in float_outputs]
         targets = [block.var(names[i]) if kind == "input" else i for kind, i in diff]
         flags = _use_flags(program, [names[i] if kind == "input" else
-                                     program._captured.get(id(i)) for kind, i in diff])
+                                     program._captured.get(id(i)) for kind, i in diff],
+                           [fetch_vars[k].name for k in float_outputs])
         flag_names = [f for f in flags if f is not None]
         grads = gradients([fetch_vars[k] for k in float_outputs], targets, seeds)
         dtypes = {fetch_vars[k].dtype for k in float_outputs}
@@ -947,7 +954,24 @@ class StaticFunction:
         return entry
 
 
-def _use_flags(program, names) -> list:
+def _gradient_carriers(block, targets) -> set:
+    """Names of ``block`` whose gradient can reach ``targets``: floating-point values read by
+    an operator that passes gradients on from an output that is one (a control-flow operator
+    from any output to all it reads); a value only a comparison or a Python callback reads is
+    not one."""
+    from ..ops.registry import get_op
+    from ..static.verifier import is_registry_op
+    carriers = set(targets)
+    for op in reversed(block.ops):
+        if op.type == "py_func" or not any(o in carriers for o in op.outputs):
+            continue
+        if is_registry_op(op.type) and get_op(op.type).vjp is None:
+            continue
+        carriers.update(n for n in op.input_names() if block.var(n).dtype.is_floating_point)
+    return carriers
+
+
+def _use_flags(program, names, targets) -> list:
     """Per name (a differentiable input or parameter; None: not captured), the name of a new
     bool value of the program that says whether a run uses it, or None when every run does.
 
@@ -955,11 +979,13 @@ def _use_flags(program, names) -> list:
     and an optimizer then leaves that parameter alone (no weight decay, no momentum step); the
     static backward computes zeros for it. The flag lets the backward report None instead, as
     eager does, for a value read only by operators inside branches of conds of the global
-    block (the flag: the OR of those branches' conditions). A value read anywhere else (the
-    global block, a loop body, a nested branch) counts as always used."""
+    block (the flag: the OR of those branches' conditions); a branch that returns the value
+    itself (``return x`` on one path) reads it too. A value read anywhere else (the global
+    block, a loop body, a nested branch, a loop's initial values) counts as always used, except
+    by an operator of the global block whose result passes no gradient on to ``targets`` (the
+    outputs differentiated), such as ``y.sum()`` in the condition ``if y.sum() > 0``."""
     from ..ops import elementwise as E
     from ..ops.registry import apply
-    from ..static.verifier import is_registry_op
     block = program.global_block()
     owner = {}  # id(sub-block) -> (cond operator, index of the branch)
     for op in block.ops:
@@ -970,16 +996,28 @@ def _use_flags(program, names) -> list:
     if not owner or not wanted:
         return [None] * len(names)
     position = {id(op): i for i, op in enumerate(block.ops)}
+    carriers = _gradient_carriers(block, targets)
     branches: dict = {n: set() for n in wanted}  # name -> {(op position, branch)}; None: always
     for sub, op in walk_ops(block):
-        if not is_registry_op(op.type):
+        if op.type == "py_func":  # a Python callback passes no gradient
             continue
-        for name in op.input_names():
+        if sub is block and not any(o in carriers for o in op.outputs):
+            continue  # (its result reaches the outputs differentiated by no gradient)
+        where = owner.get(id(sub))
+        if op.type != "cond":  # (a loop reads its initial values and what its body reads)
+            reads = [(name, where) for name in op.input_names()]
+        else:
+            # its branches' operators were seen on their own; what remains is a value a branch
+            # passes straight through, used when that branch runs
+            reads = [(name, (op, k) if sub is block else where)
+                     for k, side in enumerate(("true_outputs", "false_outputs"))
+                     for name in op.attrs[side] if name is not None and name not in
+                     op.blocks[k].vars]
+        for name, place in reads:
             if name not in wanted or branches[name] is None:
                 continue
-            where = owner.get(id(sub))
-            branches[name] = None if where is None else \
-                branches[name] | {(position[id(where[0])], where[1])}
+            branches[name] = None if place is None else \
+                branches[name] | {(position[id(place[0])], place[1])}
     flags = []
     made: dict = {}  # the same branches: the same flag
     for name in names:

@@ -268,8 +268,18 @@ def unsqueeze(input, dim: int):  # noqa: A002
 def expand(input, *sizes, size=None):  # noqa: A002
     """``input`` broadcast to ``sizes`` (-1 keeps a dim): ``expand(x, 3, 4)``, ``expand(x, (3,
     4))`` or ``expand(x, size=(3, 4))``."""
-    sizes = _sizes_argument("expand", sizes, "size", size)
-    return apply(S.broadcast_to, input, shape=_static_sizes("expand", input, sizes))
+    return _broadcast("expand", input, _sizes_argument("expand", sizes, "size", size))
+
+
+def _broadcast(op: str, input, sizes):  # noqa: A002
+    shape, others = _static_sizes(op, input, sizes)
+    if others:
+        # sizes of other tensors a static program knows when it runs (cls.expand(x.size(0),
+        # -1, -1)): ``where`` over a mask of those sizes broadcasts to them, gradient included
+        from .factories import ones  # (factories builds on this module's neighbours)
+        mask = ones(*(sizes[i] if i in others else 1 for i in range(len(sizes))), dtype=bool_)
+        input = apply(E.where, mask, input, input)
+    return apply(S.broadcast_to, input, shape=shape)
 
 
 def expand_as(input, other):  # noqa: A002
@@ -288,29 +298,33 @@ def expand_as(input, other):  # noqa: A002
 
 
 def _static_sizes(op: str, x, sizes) -> tuple:
-    """``sizes`` as ints: a size a static program reads when it runs (converted code's
-    ``x.shape[k]`` of a None dim) is -1 ("keep the size") where it is ``x``'s own dim at that
-    position; other such sizes are refused, naming them."""
+    """``(sizes as ints, others)``: a size a static program reads when it runs (converted
+    code's ``x.shape[k]`` of a None dim) is -1 ("keep the size") where it is ``x``'s own dim
+    at that position; ``others`` are the positions of other such sizes (-1 here too: the
+    caller broadcasts ``x`` to them first), where ``x``'s dim is 1 or new."""
     dynamic = S.size_entries(sizes, own=x)
     if dynamic is None:
-        return tuple(sizes)
+        return tuple(sizes), ()
     entries, lead = dynamic[0], len(sizes) - x.ndim
-    out = []
+    out, others = [], []
     for i, e in enumerate(entries):
         if isinstance(e, int):
             out.append(e)
         elif e[0] == "dim" and e[1] == 0 and e[2] == i - lead:
             out.append(-1)
+        elif i < lead or x.shape[i - lead] == 1:
+            out.append(-1)
+            others.append(i)
         else:
-            raise TypeError(f"{op}: size {i} is only known when the program runs and is not "
-                            f"this tensor's own dim {i - lead} (sizes {sizes}); {op} takes such a "
-                            "size only as the tensor's own dim")
-    return tuple(out)
+            raise TypeError(f"{op}: size {i} is only known when the program runs and dim "
+                            f"{i - lead} of the tensor of shape {tuple(x.shape)} is not 1 "
+                            f"(sizes {sizes}); {op} broadcasts to such a size only a dim of "
+                            "size 1 (or the tensor's own dim there)")
+    return tuple(out), tuple(others)
 
 
 def broadcast_to(input, size):  # noqa: A002
-    return apply(S.broadcast_to, input,
-                 shape=_static_sizes("broadcast_to", input, tuple(size)))
+    return _broadcast("broadcast_to", input, tuple(size))
 
 
 def _check_not_0d(op: str, x) -> None:

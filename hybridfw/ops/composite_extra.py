@@ -17,7 +17,7 @@ from .registry import apply
 
 __all__ = ["swapaxes", "movedim", "unbind", "flip", "roll", "repeat", "tile", "tril", "triu",
            "masked_select", "nansum", "fmax", "fmin", "broadcast_tensors", "broadcast_shapes",
-           "scatter", "scatter_add", "var_mean", "std_mean"]
+           "scatter", "scatter_add", "var_mean", "std_mean", "run_time_slices"]
 
 
 def _known(op: str, x) -> None:
@@ -107,13 +107,15 @@ def repeat(input, *sizes):  # noqa: A002
     if len(sizes) < x.ndim:
         raise ValueError(f"repeat: {len(sizes)} sizes for a tensor of {x.ndim} dims; give at "
                          "least one per dim")
-    _known("repeat", x)
+    if x.shape.count(-1) > 1:  # (one dim known only at run time: the reshapes infer it)
+        _known("repeat", x)
     shape = (1,) * (len(sizes) - x.ndim) + tuple(x.shape)
     # (r0, s0, r1, s1, ...): each dim preceded by its repeat count, then merged pairwise
     paired = apply(S.reshape, x, shape=tuple(v for s in shape for v in (1, s)))
     paired = apply(S.broadcast_to, paired,
                    shape=tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
-    return apply(S.reshape, paired, shape=tuple(r * s for r, s in zip(sizes, shape)))
+    return apply(S.reshape, paired,
+                 shape=tuple(-1 if s == -1 else r * s for r, s in zip(sizes, shape)))
 
 
 def tile(input, dims):  # noqa: A002
@@ -236,3 +238,70 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *,  # noqa: 
     default)."""
     var, mean = var_mean(input, dim, unbiased, keepdim, correction=correction)
     return C.sqrt_of_variance(var), mean
+
+
+# ---- slices whose bounds a static program knows only when it runs -----------------------------
+def _run_time_bound(part) -> bool:
+    return part is not None and part.__class__ is not int and \
+        getattr(part, "block", None) is not None  # (a static program's value)
+
+
+def run_time_slices(x, index):
+    """``(masks, index)`` for ``x[index]`` where a slice's bound is a value a static program
+    knows only when it runs (``x[:n]``, ``x[i:i + 2]`` with ``i`` a loop index over
+    ``range(tensor)``): ``masks`` are ``(dim, mask, position)``, a 1-D bool mask over ``x``'s
+    dim ``dim`` that selects what the slice at ``position`` of the index would, and ``index``
+    has those slices as ``:``."""
+    items = index if index.__class__ is tuple else (index,)
+
+    def consumed(item):
+        if item is None or item is Ellipsis:
+            return 0
+        dtype = getattr(item, "dtype", None)
+        return max(item.ndim, 1) if dtype is bool_ else 1
+
+    used = sum(consumed(item) for item in items)
+    masks, out, dim = [], [], 0
+    for item in items:
+        if item is Ellipsis:
+            dim += x.ndim - used
+        elif isinstance(item, slice) and any(_run_time_bound(p) for p in
+                                             (item.start, item.stop, item.step)):
+            if dim >= x.ndim:
+                raise IndexError(f"getitem: too many indices for a tensor of shape "
+                                 f"{tuple(x.shape)}")
+            masks.append((dim, _slice_mask(x, dim, item), len(out)))
+            item = slice(None)
+        dim += consumed(item) if item is not Ellipsis else 0
+        out.append(item)
+    return masks, tuple(out)
+
+
+def _slice_mask(x, dim: int, item: slice):
+    """A bool mask over ``x``'s dim ``dim``: True at the positions ``item`` selects (Python's
+    rules: negative bounds count from the end, bounds past it are clipped)."""
+    n = x.shape[dim]
+    if n != -1:
+        positions = _positions(x, n)
+        size = n
+    else:  # the positions along the dim, from a line of ones of its run-time length
+        from .factories import ones_like  # (factories builds on this module's neighbours)
+        ones = ones_like(x, dtype="int64")
+        line = ones[(0,) * dim + (slice(None),) + (0,) * (x.ndim - dim - 1)]
+        positions = C.cumsum(line, 0) - 1
+        size = line.sum()
+    step = 1 if item.step is None else item.step
+    if _run_time_bound(step) or step <= 0:
+        raise ValueError(f"getitem: a slice with a bound known only when the program runs "
+                         f"needs a positive Python int step, got {step!r}")
+
+    def bound(b, default):
+        if b is None:
+            return default
+        return apply(E.where, b < 0, b + size, b) if _run_time_bound(b) else \
+            (b + size if b < 0 else b)
+    start, stop = bound(item.start, 0), bound(item.stop, size)
+    mask = (positions >= start) & (positions < stop)
+    if step != 1:
+        mask = mask & ((positions - start) % step == 0)
+    return mask

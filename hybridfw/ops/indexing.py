@@ -38,6 +38,8 @@ def parse_index(index, to_tensor):
             for part in (item.start, item.stop, item.step):
                 if part is not None and (not isinstance(part, int) or isinstance(part, bool)):
                     if isinstance(part, TensorLike) and part.ndim == 0:
+                        if getattr(part, "block", None) is not None:
+                            raise RunTimeSliceBound(item)  # (a static program's value)
                         continue
                     raise IndexError(f"getitem: slice bounds must be ints or None, got {item}")
             start, stop, step = (None if p is None else int(p)
@@ -55,6 +57,12 @@ def parse_index(index, to_tensor):
             spec.append(("tensor",))
             tensors.append(t)
     return tuple(spec), tuple(tensors)
+
+
+class RunTimeSliceBound(Exception):
+    """Raised by :func:`parse_index` for a slice bounded by a value a static program knows
+    only when it runs: indexing then selects with a mask over that dim instead
+    (``composite_extra.run_time_slices``)."""
 
 
 def _consumed(item, tensor) -> int:
@@ -486,7 +494,7 @@ scatter = register("scatter", infer=_scatter_infer, kernel=_scatter_kernel, supp
 
 __all__ = ["getitem", "getitem_backward", "index_put", "gather", "gather_backward",
            "scatter", "check_index", "IndexOutOfBoundsError", "check_index_bounds",
-           "parse_index", "index_shape", "build_index", "narrow"]
+           "parse_index", "index_shape", "build_index", "narrow", "RunTimeSliceBound"]
 
 
 # ---- ONNX lowering rules (hybridfw.onnx) ----------------------------------------------------

@@ -214,11 +214,22 @@ class TensorMethods(TensorLike):
 
     # ---- indexing ---------------------------------------------------------------------------
     def __getitem__(self, index):
-        spec, tensors = I.parse_index(index, self._to_tensor)
+        try:
+            spec, tensors = I.parse_index(index, self._to_tensor)
+        except I.RunTimeSliceBound:  # slices by bounds a static program knows when it runs
+            masks, index = X.run_time_slices(self, index)
+            x = self
+            for dim, mask, _ in masks:  # (one dim at a time: each mask stays in place)
+                x = x[(slice(None),) * dim + (mask,)]
+            return x[index]
         return apply(I.getitem, self, *tensors, spec=spec)
 
     def __setitem__(self, index, value):
-        spec, tensors = I.parse_index(index, self._to_tensor)
+        try:
+            spec, tensors = I.parse_index(index, self._to_tensor)
+        except I.RunTimeSliceBound:
+            index = _one_mask_index(X.run_time_slices(self, index), index)
+            spec, tensors = I.parse_index(index, self._to_tensor)
         if not isinstance(value, (TensorLike, int, float, bool)):
             value = self._to_tensor(value)
         apply_inplace(I.index_put, self, self, value, *tensors, spec=spec)
@@ -855,3 +866,16 @@ def _is_dtype_name(s: str) -> bool:
         return True
     except TypeError:
         return False
+
+
+
+def _one_mask_index(masked, index):
+    """The index of ``x[index] = value`` with its one slice by bounds known when the program
+    runs replaced by the mask over its dim (in place: the only index tensor)."""
+    masks, items = masked
+    if len(masks) != 1 or any(isinstance(i, (TensorLike, list, np.ndarray)) for i in items):
+        raise TypeError(f"setitem: an index {index!r} with several slices by bounds known only "
+                        "when the program runs, or one next to index tensors, is not supported "
+                        "in to_static; assign through one such slice at a time")
+    (_, mask, position), = masks
+    return items[:position] + (mask,) + items[position + 1:]

@@ -105,9 +105,10 @@ def size_entries(sizes, own=None):
         return None
     entries, refs = [], []
     offset = 0 if own is None else 1
+    own_name = getattr(own, "name", None)  # (an eager tensor, a parameter, has none)
 
     def index_of(t):
-        if own is not None and t.name == own.name:
+        if own_name is not None and t.name == own_name:
             return 0
         for j, r in enumerate(refs):
             if r.name == t.name:
@@ -120,7 +121,7 @@ def size_entries(sizes, own=None):
             entries.append(int(s))
             continue
         source = s.dim_source()
-        if source is not None and own is not None and source[0].name != own.name:
+        if source is not None and own is not None and source[0].name != own_name:
             # another tensor's dim that is provably one of own's (batch = x.size(0) ...
             # h.view(batch, -1) with h computed from x batch-wise): read as own's
             same = [k for k, d in enumerate(own.shape) if d == -1 and

@@ -346,6 +346,7 @@ def while_loop(cond_fn: Callable, body_fn: Callable, loop_vars):
     outer = program.current_block()
     init = [to_variable(program, v) for v in leaves]
     loop = _LoopBuilder(program, outer, structure, paths, [v.dtype for v in init])
+    loop.init_names = [v.name for v in init]
     with _discard_blocks_on_error(program) as first_new_block:
         shapes = [v.shape for v in init]
         while not loop.build(cond_fn, body_fn, shapes, len(loop_vars)):
@@ -370,11 +371,14 @@ class _LoopBuilder:
     def __init__(self, program, outer, structure, paths, dtypes):
         self.program, self.outer = program, outer
         self.structure, self.paths, self.dtypes = structure, paths, dtypes
+        self.init_names = ()
 
     def _block(self, shapes):
         block = new_sub_block(self.program, self.outer)
         args = [block.create_var(s, d, self.program.unique_name("loop"))
                 for s, d in zip(shapes, self.dtypes)]
+        for arg, source in zip(args, self.init_names):
+            self.program.loop_sources[arg.name] = source
         return block, args, _unflatten(self.structure, args)
 
     def build(self, cond_fn, body_fn, shapes, count: int) -> bool:

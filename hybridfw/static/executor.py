@@ -832,8 +832,12 @@ def describe_operator(block_idx: int, index: int, op) -> str:
 
 def operator_error(exc: Exception, block_idx: int, index: int, op) -> Exception:
     """``exc`` (of its own type, with its traceback) with a message naming the operator that
-    raised it and the user's line that built it."""
-    message = f"{exc}\n  while running operator {describe_operator(block_idx, index, op)}"
+    raised it and the user's line that built it; a kernel's own message (numpy's) starts with
+    the operator's name, as in eager mode."""
+    text = str(exc)
+    if op.type in all_ops() and not text.startswith(f"{op.type}:"):
+        text = f"{op.type}: {text}"
+    message = f"{text}\n  while running operator {describe_operator(block_idx, index, op)}"
     try:
         error = type(exc)(message)
         same = str(error) == message

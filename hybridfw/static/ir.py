@@ -377,6 +377,9 @@ class Program:
         # values converted code turned into Python numbers (x.item(), float(x), x.tolist()):
         # hf.jit.to_static returns them as Python numbers, as the eager function does
         self.python_scalars: set = set()
+        # a loop block's variable -> the value it starts as (while the loop is being built:
+        # Variable.requires_grad of values inside it)
+        self.loop_sources: dict = {}
         # values that are a dim of another value known only at run time (converted code's
         # x.shape[k] for an InputSpec's None): name -> (that value, k), for ops taking sizes
         self.dim_sources: dict = {}
@@ -411,10 +414,16 @@ class Program:
         from ..ops.registry import all_ops
         registry = all_ops()
         producer = {}
+        carried = {}  # a loop block's variable -> the values it stands for (first, and later)
         for block in self.blocks:
             for op in block.ops:
                 for out in op.outputs:
                     producer.setdefault(out, op)
+                if op.type == "while":
+                    attrs = op.attrs
+                    for args in (attrs.get("cond_args", ()), attrs.get("body_args", ())):
+                        for k, arg in enumerate(args):
+                            carried[arg] = (op.inputs[k], attrs["body_outputs"][k])
         seen, stack = set(), [name]
         while stack:
             n = stack.pop()
@@ -424,6 +433,12 @@ class Program:
             if n in self.grad_sources or getattr(self.params.get(n), "_rg", False):
                 return True
             op = producer.get(n)
+            if op is None and n in carried:  # (a loop variable, inside the loop)
+                stack.extend(carried[n])
+                continue
+            if op is None and n in self.loop_sources:  # (... of a loop being built)
+                stack.append(self.loop_sources[n])
+                continue
             if op is None or n in self.no_grad_values:
                 continue
             opdef = registry.get(op.type)

@@ -1484,7 +1484,7 @@ CASES = [
       dyn=True),
     C(for_range_derived, (P,), (N,), (M,), dyn=True),
     C(for_range_len, (P,), (N,)),
-    C(for_loop_var_after, (P, i64(2)), (P, i64(4)), dyn=True, loose=True),
+    C(for_loop_var_after, (P, i64(2)), (P, i64(4)), dyn=True),  # (i: an int, as eager)
     C(for_tensor_rows, (X4a,), (X4b,)),
     C(for_tensor_rows_break, (X4a,), (X4b,), (X4c,), dyn=True),
     C(for_tensor_elems_if, (P,), (M,), (N,), dyn=True),

@@ -872,6 +872,32 @@ def test_expand_takes_a_run_time_size_as_the_tensors_own_dim():
         g(hf.ones(3, 1), hf.ones(3))
 
 
+class _ClassToken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cls = nn.Parameter(hf.arange(4).astype("float32").reshape(1, 1, 4))
+
+    def forward(self, x):
+        cls = self.cls.expand(x.shape[0], -1, -1)  # (ViT's class token, one per sample)
+        return hf.cat([cls, x], dim=1), self.cls[0].expand(x.size(0), 2, 4)
+
+
+def test_expand_of_a_parameter_to_another_tensors_run_time_size():
+    # a parameter's dims of 1 (or new leading dims) broadcast to an input's InputSpec None dim,
+    # gradient summed over it (was: AttributeError 'Parameter' object has no attribute 'name')
+    model = _ClassToken()
+    f = hf.jit.to_static(model, input_spec=[hf.jit.InputSpec([None, 3, 4])])
+    for b in (1, 3):
+        x = hf.ones(b, 3, 4)
+        tokens, repeated = f(x)
+        assert tokens.shape == (b, 4, 4) and repeated.shape == (b, 2, 4)
+        np.testing.assert_allclose(tokens.detach().numpy()[:, 0], np.tile(np.arange(4.0), (b, 1)))
+        model.cls.grad = None
+        tokens.sum().backward()
+        np.testing.assert_allclose(model.cls.grad.numpy(), np.full((1, 1, 4), float(b)))
+    assert f.forward.cache_info().misses == 1
+
+
 def add_if_same_shape(x, y):
     if x.shape == y.shape:
         return x + y
@@ -1289,17 +1315,26 @@ def _first_n(x):
     return x[:n]
 
 
-@pytest.mark.parametrize("fn", [_kept_positive, _first_n])
+@pytest.mark.parametrize("fn", [_kept_positive])
 def test_full_graph_false_falls_back_where_python_needs_a_concrete_value(fn):
     """With full_graph=False, Python that needs a value the program only has when it runs (a
-    comprehension's tensor condition, a slice bound from x.item()) runs eagerly, with a
-    warning naming the line; with full_graph=True it is an error."""
+    comprehension's tensor condition) runs eagerly, with a warning naming the line; with
+    full_graph=True it is an error."""
     x = hf.tensor([1.0, -2.0, 3.0])
     with pytest.warns(UserWarning, match=r"falling back to eager(.|\n)*test_to_static.py"):
         got = hf.jit.to_static(fn, full_graph=False)(x)
     np.testing.assert_allclose(got.numpy(), fn(x).numpy())
     with pytest.raises(TypeError):
         hf.jit.to_static(fn)(x)
+
+
+def test_a_slice_bound_from_item_converts():
+    # x[:n] with n = int(x.sum().item()): the program slices by the value of each run
+    f = hf.jit.to_static(_first_n)
+    for values in ([1.0, -2.0, 3.0], [1.0, 1.0, 1.0], [0.5, 0.0, 0.0]):
+        x = hf.tensor(values)
+        np.testing.assert_array_equal(f(x).numpy(), _first_n(x).numpy())
+    assert f.cache_info().misses == 1
 
 
 def _checked_double(x):
@@ -1656,6 +1691,48 @@ def test_parameters_of_the_untaken_branch_get_no_gradient():
         f(x, y).sum().backward()
         assert x.grad.tolist() == [2.0, 2.0]
         assert (y.grad if y.grad is None else y.grad.tolist()) == y_grad
+
+    def add_if_its_sum_is_positive(x, y):
+        # y is also read outside the branch, by the condition alone: still no gradient (None,
+        # as eager) on a call that skipped the branch, not zeros
+        if y.sum() > 0:
+            x = x + y
+        return x * 2
+
+    f = hf.jit.to_static(add_if_its_sum_is_positive)
+    for sign, y_grad in ((-1.0, None), (1.0, [2.0, 2.0])):
+        x = hf.ones(2, requires_grad=True)
+        y = hf.tensor([sign, sign], requires_grad=True)
+        f(x, y).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        assert (y.grad if y.grad is None else y.grad.tolist()) == y_grad
+
+
+def test_an_input_a_branch_returns_as_it_is_gets_its_gradient():
+    # `return x` on the path not taken by the branch that reads x in an op (and a loop started
+    # from x) still carries x's gradient: the pass-through counts as a use
+    def scale_if_positive(x, y):
+        if y.sum() > 0:
+            return x * 2
+        return x
+
+    def grow(x, y):
+        h = x
+        if y.sum() > 0:
+            h = x * 2
+        i = 0
+        while y.sum() + i < 3:
+            h = h + 1
+            i += 1
+        return h
+
+    for fn, cases in ((scale_if_positive, ((-1.0, [1.0, 1.0]), (1.0, [2.0, 2.0]))),
+                      (grow, ((-1.0, [1.0, 1.0]), (1.0, [2.0, 2.0])))):
+        f = hf.jit.to_static(fn)
+        for sign, x_grad in cases:
+            x = hf.tensor([1.0, 2.0], requires_grad=True)
+            f(x, hf.tensor([sign, sign])).sum().backward()
+            assert x.grad is not None and x.grad.tolist() == x_grad, (fn.__name__, sign)
 
 
 def test_split_along_a_dim_known_only_at_run_time_is_refused_clearly():
@@ -2039,3 +2116,203 @@ def test_pool_training_with_dynamic_height_and_width_names_the_remedy(layer, op)
     with pytest.raises(ValueError, match=rf"{op}_backward: .*\(-1, 2, -1, -1\).*fixed sizes in "
                                          rf"the InputSpec to train through {op}"):
         out.sum().backward()
+
+
+class _Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.fc(x)
+        return x * 3
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        if x.sum() > 0:
+            return x * self.k
+        return x - self.k
+
+
+def test_bound_methods_callable_objects_and_lambdas_convert():
+    # to_static(model.forward) and to_static(obj) (a __call__) run the method on its object
+    # (the object was dropped: "missing 1 required positional argument"); a lambda is traced
+    # as it is, as lambdas inside converted code are called
+    hf.manual_seed(0)
+    model = _Gate()
+    forward = hf.jit.to_static(model.forward)
+    for v in (1.0, -1.0):
+        x = hf.tensor([[v, 2 * v]])
+        got, want = forward(x), model(x)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    model.zero_grad()
+    forward(hf.tensor([[1.0, 2.0]])).sum().backward()
+    np.testing.assert_allclose(model.fc.weight.grad.numpy(), [[1.0, 2.0], [1.0, 2.0]])
+    assert "def forward(self, x):" in hf.jit.get_code(model.forward)
+
+    scaler = hf.jit.to_static(_Scaler(3.0))
+    assert scaler(hf.tensor([1.0, 2.0])).tolist() == [3.0, 6.0]
+    assert scaler(hf.tensor([-1.0, -2.0])).tolist() == [-4.0, -5.0]
+    assert "def __call__(self, x):" in hf.jit.get_code(_Scaler(3.0))
+
+    double = hf.jit.to_static(lambda x: x * 2 + 1)
+    assert double(hf.tensor([1.0, 2.0])).tolist() == [3.0, 5.0]
+    assert double(hf.tensor([3.0])).tolist() == [7.0]
+
+
+def prefix_sums(x):
+    y = hf.zeros_like(x)
+    for i in range(len(x)):
+        y[i] = x[:i + 1].sum()
+    return y
+
+
+def test_slices_by_bounds_known_only_at_run_time():
+    # x[:i + 1] with i the index of a loop over an InputSpec None dim, x[a:b] / x[-a:, ::2] /
+    # y[:n] = 0 with tensor bounds: one program for every size and bound, gradients as eager
+    # (was: "int() argument must be ..., not 'Variable'")
+    f = hf.jit.to_static(prefix_sums, input_spec=[hf.jit.InputSpec([None])])
+    assert f(hf.tensor([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0, 6.0]
+    assert f(hf.tensor([1.0, 1.0])).tolist() == [1.0, 2.0]
+    g = hf.jit.to_static(slices_by_tensors)
+    for a, b in ((1, 4), (0, 9), (3, 2), (2, -1)):
+        x = hf.tensor(np.arange(30.0, dtype=np.float32).reshape(5, 6), requires_grad=True)
+        want = slices_by_tensors(x, hf.tensor(a), hf.tensor(b))
+        x2 = hf.tensor(x.detach().numpy(), requires_grad=True)
+        got = g(x2, hf.tensor(a), hf.tensor(b))
+        for w, o in zip(want, got):
+            assert o.shape == w.shape
+            np.testing.assert_array_equal(o.detach().numpy(), w.detach().numpy())
+        sum((t * t).sum() for t in want).backward()
+        sum((t * t).sum() for t in got).backward()
+        np.testing.assert_array_equal(x2.grad.numpy(), x.grad.numpy())
+    assert g.cache_info().misses == 1
+
+
+def slices_by_tensors(x, a, b):
+    y = x * 1.0
+    y[:, b:] = 0.0
+    return x[a:b], x[-a:, ::2], x[..., a:b][:, :1], y
+
+
+
+def bump_argument(x):
+    x += 1
+    x *= 3
+    return x * 2
+
+
+def test_in_place_update_of_an_argument_eager_refuses_is_a_runtime_error_too():
+    # as eager raises RuntimeError for an in-place update of a leaf that requires grad, the
+    # converted function's refusal is one (and still a ConversionError naming the line)
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+        bump_argument(x)
+    with pytest.raises(RuntimeError, match=r"requires grad and is updated in place \(add\)") \
+            as info:  # (the first update, as eager's error)
+        hf.jit.to_static(bump_argument)(x)
+    assert isinstance(info.value, ConversionError) and "x += 1" in str(info.value)
+
+
+def show_gradient_information(x, w):
+    print("x", x, "w", w)
+    h = x * w
+    print(f"h {h} mean={h.mean():.2f}", "s " + str(h.sum()))
+    if h.sum() > 0:
+        h = h * 2
+    else:
+        h = h - 1
+    print("after", h)
+    with hf.no_grad():
+        print("detached", h * 3)
+    return h
+
+
+def test_print_shows_requires_grad_and_grad_fn_as_eager(capsys):
+    # a printed tensor says requires_grad=True or its grad_fn as eager's does (the branch an
+    # if on a tensor took decides which operator made it), on every call
+    f = hf.jit.to_static(show_gradient_information)
+    for sign in (1.0, -1.0, 1.0):
+        args = (hf.tensor([sign, 2 * sign]), hf.tensor([1.0, 0.5], requires_grad=True))
+        show_gradient_information(*args)
+        expected = capsys.readouterr().out
+        f(*args)
+        assert capsys.readouterr().out == expected
+    assert "grad_fn=<MulBackward>" in expected and "requires_grad=True" in expected
+
+
+class _NoGradStats(nn.Module):
+    @hf.no_grad()
+    def forward(self, x):
+        if x.mean() > 0:
+            return x.std()
+        return x.abs().mean()
+
+
+class _Normalized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.stats = _NoGradStats()
+
+    @hf.no_grad
+    def scale(self, x):
+        if x.sum() > 0:
+            return x.max()
+        return -x.min()
+
+    def forward(self, x):
+        return self.fc(x) / (self.stats(x) + self.scale(x) + 1)
+
+
+def test_functions_decorated_with_a_grad_mode_are_converted():
+    # @hf.no_grad() methods and forwards called from converted code are converted (their
+    # wrapper is library code, which was called as it is: "the truth value of static
+    # Variable ... is only known when the program runs") and run in that mode
+    hf.manual_seed(0)
+    eager = _Normalized()
+    converted = _Normalized()
+    converted.load_state_dict(eager.state_dict())
+    static = hf.jit.to_static(converted)
+    for sign in (1.0, -1.0):
+        x = hf.tensor(np.array([[1.0, 2.0, 0.5], [0.1, 0.3, 2.0]], np.float32) * sign,
+                      requires_grad=True)
+        x2 = hf.tensor(x.detach().numpy(), requires_grad=True)
+        want, got = eager(x), static(x2)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        want.sum().backward()
+        got.sum().backward()
+        np.testing.assert_allclose(x2.grad.numpy(), x.grad.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(converted.fc.weight.grad.numpy(),
+                                   eager.fc.weight.grad.numpy(), rtol=1e-5)
+        eager.zero_grad()
+        converted.zero_grad()
+
+
+def grows_while_small(x, n):
+    h = x * 1
+    i = 0
+    while i < n:
+        h = h * 2
+        print("in loop", h, h.requires_grad)
+        i += 1
+    print("after", h)
+    return h
+
+
+def test_values_inside_a_loop_on_a_tensor_know_they_require_grad(capsys):
+    # a loop variable stands for its initial value (and the body's result): inside the body
+    # h.requires_grad is True and print shows h's grad_fn, as eager (was: False, bare tensor)
+    f = hf.jit.to_static(grows_while_small)
+    for n in (2, 1):
+        x = hf.tensor([1.0, 2.0], requires_grad=True)
+        grows_while_small(x, hf.tensor(n))
+        expected = capsys.readouterr().out
+        f(x, hf.tensor(n))
+        assert capsys.readouterr().out == expected
+    assert "in loop tensor([2., 4.], grad_fn=<MulBackward>) True" in expected

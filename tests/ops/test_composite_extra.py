@@ -97,3 +97,22 @@ def test_gradients_and_static_program():
 
     np.testing.assert_array_equal(f(hf.tensor(X)).numpy(),
                                   np.triu(np.tile(X, (1, 2))) + np.tile(np.roll(X, 1), (1, 2)))
+
+
+def test_repeat_with_one_dim_known_only_at_run_time():
+    # an InputSpec None batch: the reshapes infer it, repeated or not (was refused: "the shape
+    # (-1, 3) is only known when the program runs"); two such dims are still refused
+    def reps(x):
+        return x.repeat(1, 2), x.repeat(3, 1), x.repeat(2, 1, 2)
+
+    f = hf.jit.to_static(reps, input_spec=[hf.jit.InputSpec([None, 3])])
+    for n in (1, 4):
+        a = np.arange(3.0 * n, dtype=np.float32).reshape(n, 3)
+        x = hf.tensor(a, requires_grad=True)
+        got = f(x)
+        for g, want in zip(got, (np.tile(a, (1, 2)), np.tile(a, (3, 1)), np.tile(a, (2, 1, 2)))):
+            np.testing.assert_array_equal(g.detach().numpy(), want)
+        sum(g.sum() for g in got).backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.full((n, 3), 2.0 + 3.0 + 4.0))
+    with pytest.raises(ValueError, match=r"repeat: the shape \(-1, -1\) is only known"):
+        hf.jit.to_static(reps, input_spec=[hf.jit.InputSpec([None, None])])(hf.ones(2, 3))

@@ -101,8 +101,8 @@ def _converted(fn):
     from . import jst_module
     if isinstance(fn, functools.partial):  # the function converted, the bound arguments kept
         return functools.partial(_converted(fn.func), *fn.args, **fn.keywords)
-    if is_converted_code(fn.__code__):
-        return fn
+    if is_converted_code(fn.__code__) or fn.__name__ == "<lambda>":
+        return fn  # (a lambda is called as it is: its source can't be told apart reliably)
     new = instantiate(fn, convert_function(fn), jst_module())
 
     @functools.wraps(fn)
@@ -162,9 +162,13 @@ def convert_call(fn):
             return (_size if fn.__name__ == "size" else _numel)(target)
         if _user_function(fn.__func__):
             return types.MethodType(_converted(fn.__func__), target)
-        return fn
+        wrapped = _grad_mode_wrapped(fn.__func__)
+        return fn if wrapped is None else types.MethodType(wrapped, target)
     if _user_function(fn) or (isinstance(fn, functools.partial) and _user_partial(fn)):
         return _converted(fn)
+    wrapped = _grad_mode_wrapped(fn)
+    if wrapped is not None:
+        return wrapped
     if _is_numpy(fn):
         return _numpy_call(fn)
     module_cls = _module_class()
@@ -172,9 +176,29 @@ def convert_call(fn):
         traced_modules[-1][id(fn)] = fn
     if isinstance(fn, module_cls) and not _library_module(type(fn).__module__):
         forward = type(fn).forward
-        if _user_function(forward) and not fn._forward_pre_hooks and not fn._forward_hooks:
-            return types.MethodType(_converted(forward), fn)
+        if not fn._forward_pre_hooks and not fn._forward_hooks:
+            if _user_function(forward):
+                return types.MethodType(_converted(forward), fn)
+            wrapped = _grad_mode_wrapped(forward)
+            if wrapped is not None:
+                return types.MethodType(wrapped, fn)
     return fn
+
+
+def _grad_mode_wrapped(fn):
+    """For a user function decorated with a grad mode (``@hf.no_grad()``, whose wrapper is
+    library code, called as it is): that function converted, run in that mode; else None."""
+    mode = getattr(fn, "__hf_grad_mode__", None)
+    inner = getattr(fn, "__wrapped__", None)
+    if mode is None or inner is None or not _user_function(inner):
+        return None
+    converted = _converted(inner)
+
+    @functools.wraps(inner)
+    def in_mode(*args, **kwargs):
+        with mode():
+            return converted(*args, **kwargs)
+    return in_mode
 
 
 @functools.lru_cache(maxsize=1)
@@ -342,13 +366,25 @@ def convert_print(*args, **kwargs):
 
     # a value standing for a Python number (a loop counter, x.item()) prints as the number
     numbers = [v.name in v.block.program.python_scalars for v in inputs]
+    # a tensor prints as eager's would: with requires_grad=True or its grad_fn (which may
+    # depend on the branch an if took: its predicate is read too)
+    extras = [None if number else _grad_extra(v) for v, number in zip(inputs, numbers)]
+    predicates: list = []
+    for extra in extras:
+        _grad_predicates(extra, predicates)
+    predicates = list({id(p): p for p in predicates}.values())
+    count = len(inputs)
 
     def run(*arrays):
+        flags = {id(p): bool(a) for p, a in zip(predicates, arrays[count:])}
         full = list(args)
         fields = {i: list(a.values) for i, a in enumerate(args)
                   if isinstance(a, DeferredString)}
-        for (i, k), arr, number in zip(slots, arrays, numbers):
+        for (i, k), arr, number, extra in zip(slots, arrays, numbers, extras):
             value = arr.item() if number else wrap_array(arr)
+            extra = _grad_extra_now(extra, flags)
+            if extra is not None:
+                value = _Printed(value, extra)
             if k is None:
                 full[i] = value
             else:
@@ -358,8 +394,87 @@ def convert_print(*args, **kwargs):
         print(*full, **kwargs)
         return ()
     run.__qualname__ = "print"
-    py_func(run, inputs, [], has_side_effects=True)
+    py_func(run, inputs + predicates, [], has_side_effects=True)
     return None
+
+
+def _grad_extra(value, depth: int = 0):
+    """What eager's repr of ``value`` would add about gradients: ``requires_grad=True`` for an
+    argument or parameter that requires grad, ``grad_fn=<MulBackward>`` for a result computed
+    from one (the operator that made it), None for a value that does not require grad. For a
+    value an ``if`` on a tensor gives: ``(predicate, then, else)`` where the predicate is in
+    scope here (the branch taken says which), else the then branch's; for a loop's, its body's.
+    """
+    if depth > 32 or not value.requires_grad:
+        return None
+    program = value.block.program
+    name = value.name
+    if name in program.grad_sources or name in program.params:
+        return "requires_grad=True"
+    op = next((op for block in program.blocks for op in block.ops if name in op.outputs), None)
+    if op is None:
+        return None
+    if not op.blocks:
+        return f"grad_fn=<{op.type.capitalize()}Backward>"
+    index = op.outputs.index(name)
+    sides = [op.attrs.get(key, ()) for key in ("true_outputs", "false_outputs", "body_outputs")]
+    extras = [None if index >= len(names) or names[index] is None else
+              _grad_extra(_find_var(program, names[index]), depth + 1) for names in sides]
+    if op.type != "cond":
+        return extras[2]
+    pred = _find_var(program, op.inputs[0])
+    if extras[0] == extras[1] or not _in_scope(pred, program.current_block()):
+        return extras[0]
+    return (pred, extras[0], extras[1])
+
+
+def _find_var(program, name):
+    for block in program.blocks:
+        var = block.vars.get(name)
+        if var is not None:
+            return var
+    return None
+
+
+def _in_scope(var, block) -> bool:
+    while block is not None:
+        if var is not None and var.block is block:
+            return True
+        block = block.parent
+    return False
+
+
+def _grad_extra_now(extra, flags):
+    """``extra`` with the predicates of the ifs it depends on (``flags``: their values this
+    run, in the order :func:`_grad_predicates` listed them) decided."""
+    while isinstance(extra, tuple):
+        extra = extra[1] if flags[id(extra[0])] else extra[2]
+    return extra
+
+
+def _grad_predicates(extra, out: list) -> None:
+    if isinstance(extra, tuple):
+        out.append(extra[0])
+        _grad_predicates(extra[1], out)
+        _grad_predicates(extra[2], out)
+
+
+class _Printed:
+    """A tensor a converted ``print`` shows as eager code would show it (its repr with the
+    gradient information of the value it stands for)."""
+
+    __slots__ = ("extra", "tensor")
+
+    def __init__(self, tensor, extra: str):
+        self.tensor, self.extra = tensor, extra
+
+    def __repr__(self) -> str:
+        return f"{repr(self.tensor)[:-1]}, {self.extra})"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(self.tensor, spec) if spec else repr(self)
 
 
 def convert_assert(test, message=None):

@@ -265,11 +265,23 @@ def _holds_tensors(value) -> bool:
     return is_tensor_array(value) or _tensorish(value) and not isinstance(value, _NUMBERS)
 
 
+def _variable(name: str) -> str:
+    """A variable as an error names it: the user's name, or "the value returned" for the one
+    the return transformer made (``return x`` on one path, ``return x, y`` on another)."""
+    stem, bracket, rest = name.partition("[")
+    if stem.startswith("_hf_retval_"):
+        return "the value returned" + (f" (its item [{rest})" if bracket else "")
+    return f"variable {name!r}"
+
+
 def _describe(value) -> str:
     if isinstance(value, (Variable, TensorLike)):
         return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
     if is_undefined(value):
         return "not assigned"
+    if value.__class__ in (tuple, list):
+        return f"a {type(value).__name__} of {len(value)} (" + \
+            "; ".join(_describe(v) for v in value) + ")"
     return f"{type(value).__name__} {value!r}"
 
 
@@ -280,7 +292,7 @@ def _number_as(program, number, shape, name, construct, where, there):
     if number.shape not in ((), (1,)) or not shape:
         return number
     if -1 in shape:
-        raise located(f"{construct}: variable {name!r} is a Python number {where} but a tensor "
+        raise located(f"{construct}: {_variable(name)} is a Python number {where} but a tensor "
                       f"of shape {tuple(None if d == -1 else d for d in shape)} (sizes known "
                       f"only when the program runs) {there}; start it as a tensor "
                       f"of that shape, e.g. `{name} = hf.zeros_like(x)`", ConversionError)
@@ -304,7 +316,10 @@ def _zeros_for(program, like):
         return like
     var = to_variable(program, like)
     shape = tuple(1 if s == -1 else s for s in var.shape)
-    return program.constant(np.zeros(shape, dtype=var.dtype.np))
+    zeros = program.constant(np.zeros(shape, dtype=var.dtype.np))
+    if var.name in program.python_scalars:  # (a loop index first bound by the loop: a number)
+        program.python_scalars.add(zeros.name)
+    return zeros
 
 
 def _equal(a, b) -> bool:
@@ -375,9 +390,15 @@ class _Merge:
         if type(a) is type(b) and _equal(a, b):
             return a
         # fine while unused (y = None on one path, never read again); a use raises this
-        return Unmerged(name, f"if on a tensor condition: variable {name!r} is {_describe(a)} "
-                              f"in the if branch but {_describe(b)} in the else branch; a "
-                              "static cond needs tensors (or numbers) of the same dtype in both")
+        if name.startswith("_hf_retval_"):  # (the ifs of the return transformer)
+            why = (f"return under an if on a tensor condition: {_variable(name)} is "
+                   f"{_describe(b)} on one path but {_describe(a)} on another; a static cond "
+                   "needs the same structure of tensors (or numbers) on both")
+        else:
+            why = (f"if on a tensor condition: {_variable(name)} is {_describe(a)} in the if "
+                   f"branch but {_describe(b)} in the else branch; a static cond needs tensors "
+                   "(or numbers) of the same dtype in both")
+        return Unmerged(name, why)
 
     def _assigned(self, value, block):
         """Whether the branch ``block`` assigned ``value``: True, False (undefined there) or
@@ -433,7 +454,7 @@ class _Merge:
                                     "if on a tensor condition", "in one branch",
                                     "in the other")
             a, b = (number, b) if side == 0 else (a, number)
-        shape = _merge_shape("if", f"variable {name!r}", a.shape, b.shape, "the if branch",
+        shape = _merge_shape("if", _variable(name), a.shape, b.shape, "the if branch",
                              "the else branch")
         out = program.current_block().create_var(shape, a.dtype)
         if numbers:  # a number on either path: returned as a Python number, as in eager
@@ -520,7 +541,7 @@ def _static_loop(cond_fn, body_fn, values, names):
             if carry.kind == "tree":
                 got: list = []
                 if is_undefined(value) or _tree_leaves(value, got) != carry.structure:
-                    raise located(f"loop on a tensor condition: variable {name!r} is "
+                    raise located(f"loop on a tensor condition: {_variable(name)} is "
                                   f"{_describe(value)} after an iteration, but the loop "
                                   f"carries it as {_describe(_tree_build(carry.structure, iter(['tensor'] * carry.count)))}",
                                   ConversionError)
@@ -531,7 +552,7 @@ def _static_loop(cond_fn, body_fn, values, names):
                                   f"{_describe(value)} inside the loop", ConversionError)
                 leaves.extend(value.buffers)
             elif value is not carry.value and not is_undefined(carry.value):
-                raise located(f"loop on a tensor condition: variable {name!r} "
+                raise located(f"loop on a tensor condition: {_variable(name)} "
                               f"({_describe(carry.value)}) is changed inside the loop to "
                               f"{_describe(value)}; a static loop carries only tensors, "
                               f"numbers and lists of tensors", ConversionError)

@@ -288,9 +288,11 @@ def calls_library_wrapper(x):
 
 
 def test_library_wrappers_are_called_as_they_are():
-    """hf.no_grad's wrapper (code of hybridfw) is not converted: its call runs as it is."""
+    """hf.no_grad's wrapper (code of hybridfw) is not converted; the user's function it wraps
+    is, and runs under no_grad (see test_to_static's grad-mode test for tensor ifs in it)."""
     from hybridfw.converter.runtime.calls import convert_call
-    assert convert_call(_under_no_grad) is _under_no_grad
+    assert convert_call(_under_no_grad) is not _under_no_grad
+    assert convert_call(_under_no_grad).__wrapped__ is _under_no_grad.__wrapped__
     x = hf.tensor([1.0, 2.0], requires_grad=True)
     out = hf.jit.to_static(calls_library_wrapper)(x)
     np.testing.assert_allclose(out.detach().numpy(), [3.0, 6.0])

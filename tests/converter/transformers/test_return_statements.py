@@ -235,3 +235,21 @@ def test_tensor_decided_return_in_python_loop():
     f = hf.jit.to_static(return_from_python_loop_on_tensor)
     for x in (t(0.5, 0.5), t(-5.0, 0.0), t(1.0, 1.0)):
         same(return_from_python_loop_on_tensor(x, 3), f(x, 3))
+
+
+def returns_a_pair_or_one(x):
+    if x.sum() > 0:
+        return x, x * 2
+    return x
+
+
+def test_returns_of_different_structures_are_refused_naming_the_return():
+    # the error speaks of the returned value and its two structures, not of the return
+    # transformer's own variable or of branches the user did not write
+    from hybridfw.converter import ConversionError
+    with pytest.raises(ConversionError) as info:
+        hf.jit.to_static(returns_a_pair_or_one)(t(1.0, 2.0))
+    message = str(info.value)
+    assert "the value returned is a tuple of 2 (a tensor of shape (2,)" in message
+    assert "on another" in message and "_hf_" not in message
+    assert "return x\n" in message + "\n"
