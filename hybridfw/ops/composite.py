@@ -249,12 +249,27 @@ def unflatten(input, dim: int, sizes):  # noqa: A002
                             S.own_dims(x, range(d + 1, x.ndim)))
 
 
+def _shape_text(shape) -> str:
+    return "(" + ", ".join("None" if s == -1 else str(s) for s in shape) + \
+        ("," if len(shape) == 1 else "") + ")"
+
+
 def squeeze(input, dim=None):  # noqa: A002
+    """PyTorch's squeeze. In a static program, ``dim=None`` keeps the dims whose size is known
+    only at run time; naming such a dim raises (see below)."""
     x = input
     if dim is None:
         dims = tuple(i for i, s in enumerate(x.shape) if s == 1)
     else:
-        dims = tuple(d for d in normalize_dims("squeeze", dim, x.ndim) if x.shape[d] == 1)
+        named = normalize_dims("squeeze", dim, x.ndim)
+        unknown = [d for d in named if x.shape[d] == -1]
+        if unknown:  # squeezed or kept depends on the run: no one program does both
+            raise ValueError(f"squeeze: dim {unknown[0]} of input {_shape_text(x.shape)} has a "
+                             "size a static program knows only when it runs (an InputSpec None "
+                             "dim): it would be squeezed on a run where it is 1 and kept "
+                             "otherwise; give it a fixed size in the InputSpec, or index it "
+                             f"(x[0]) or reshape if it is always 1")
+        dims = tuple(d for d in named if x.shape[d] == 1)
     if not dims:
         return x
     return S.reshape_keeping(x, S.own_dims(x, [i for i in range(x.ndim) if i not in dims]))

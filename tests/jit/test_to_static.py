@@ -2316,3 +2316,26 @@ def test_values_inside_a_loop_on_a_tensor_know_they_require_grad(capsys):
         f(x, hf.tensor(n))
         assert capsys.readouterr().out == expected
     assert "in loop tensor([2., 4.], grad_fn=<MulBackward>) True" in expected
+
+
+def test_squeeze_of_a_dim_known_only_at_run_time_is_refused_not_silently_kept():
+    """x.squeeze(0) over an InputSpec None batch: eager drops the dim on a batch of 1 and keeps
+    it otherwise, which no one program does; it raises naming the op, the dim and the user's
+    line (it was kept: shape (1, 3) where eager gives (3,)). Known dims still squeeze."""
+    def f(x):
+        return x.squeeze(0) * 2
+
+    g = hf.jit.to_static(f, input_spec=[hf.jit.InputSpec([None, 3])])
+    with pytest.raises(ValueError, match=r"squeeze: dim 0 of input \(None, 3\)") as info:
+        g(hf.ones(1, 3))
+    assert "x.squeeze(0) * 2" in str(info.value) + "".join(getattr(info.value, "__notes__", []))
+
+    def k(x):
+        return x.squeeze(1) * 2, x.squeeze() + 0
+
+    h = hf.jit.to_static(k, input_spec=[hf.jit.InputSpec([None, 1])])
+    a, b = h(hf.ones(4, 1))
+    assert a.shape == (4,) and b.shape == (4,)
+    a, b = h(hf.ones(1, 1))
+    assert a.shape == (1,)
+    assert b.shape == (1,)  # dim=None keeps the run-time dim (documented)
