@@ -35,15 +35,25 @@ def _save_set(op, n):
     return save
 
 
+def _needed(args, inputs) -> bool:
+    """Whether one of ``args[j]`` for j in ``inputs`` will want a gradient."""
+    for j in inputs:
+        a = args[j]
+        if isinstance(a, Tensor) and (a._node is not None or a._rg):
+            return True
+    return False
+
+
 def _make_node(op, args, attrs):
     edges, metas, saved, versions = [], [], [], []
     save = _save_set(op, len(args))
+    only = op.save_for
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             node = a._node
             edges.append(node if node is not None else (a if a._rg else None))
             metas.append((a._data.shape, a.dtype))
-            if i in save:
+            if i in save and (only is None or i not in only or _needed(args, only[i])):
                 saved.append(a)
                 versions.append(a._storage.version)
             else:

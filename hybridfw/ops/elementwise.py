@@ -109,10 +109,10 @@ add = register("add", infer=_arith_infer("add"), kernel=_ufunc_kernel("add"), su
 sub = register("sub", infer=_sub_infer(), kernel=_ufunc_kernel("subtract"),
                supports_out=True, vjp=(lambda g, out, a, b: g, lambda g, out, a, b: -g))
 mul = register("mul", infer=_arith_infer("mul"), kernel=_ufunc_kernel("multiply"),
-               supports_out=True, save=(0, 1),
+               supports_out=True, save=(0, 1), save_for={0: (1,), 1: (0,)},
                vjp=(lambda g, out, a, b: g * b, lambda g, out, a, b: g * a))
 div = register("div", infer=_float_binary_infer("div"), kernel=_ufunc_kernel("true_divide"),
-               supports_out=True, save=(0, 1),
+               supports_out=True, save=(0, 1), save_for={0: (1,)},
                vjp=(lambda g, out, a, b: g / b, lambda g, out, a, b: -g * a / (b * b)))
 
 

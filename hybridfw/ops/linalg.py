@@ -35,10 +35,14 @@ def _mT(x):
     return apply(permute, x, dims=dims)
 
 
-def _as_matrices(g, a, b):
-    """The gradient and operands with 1-D operands made into matrices (m=1 / n=1)."""
-    a2 = a if a.ndim > 1 else apply(reshape, a, shape=(1, a.shape[0]))
-    b2 = b if b.ndim > 1 else apply(reshape, b, shape=(b.shape[0], 1))
+def _as_matrices(g, a, b, operand):
+    """The gradient and operand ``operand`` (0: a, 1: b; the other is None: only its shape is
+    read, it may be unsaved, see ``save_for``) with 1-D operands made into matrices."""
+    a2 = b2 = None
+    if operand == 0:
+        a2 = a if a.ndim > 1 else apply(reshape, a, shape=(1, a.shape[0]))
+    else:
+        b2 = b if b.ndim > 1 else apply(reshape, b, shape=(b.shape[0], 1))
     gshape = g.shape
     if a.ndim == 1:
         gshape = gshape[:-1] + (1,) + gshape[-1:] if b.ndim > 1 else gshape + (1,)
@@ -49,7 +53,7 @@ def _as_matrices(g, a, b):
 
 
 def _matmul_grad_a(g, out, a, b):
-    g2, a2, b2 = _as_matrices(g, a, b)
+    g2, _, b2 = _as_matrices(g, a, b, 1)
     ga = apply(matmul, g2, _mT(b2))
     if a.ndim == 1:  # (..., 1, k) -> (..., k); reduce_grad then sums the batch dims
         ga = apply(reshape, ga, shape=ga.shape[:-2] + ga.shape[-1:])
@@ -57,7 +61,7 @@ def _matmul_grad_a(g, out, a, b):
 
 
 def _matmul_grad_b(g, out, a, b):
-    g2, a2, b2 = _as_matrices(g, a, b)
+    g2, a2, _ = _as_matrices(g, a, b, 0)
     gb = apply(matmul, _mT(a2), g2)
     if b.ndim == 1:  # (..., k, 1) -> (..., k)
         gb = apply(reshape, gb, shape=gb.shape[:-1])
@@ -79,6 +83,7 @@ def _matmul_lower(ctx, a, b):
 
 
 matmul = register("matmul", infer=_matmul_infer, kernel=_matmul_kernel, save=(0, 1),
+                  save_for={0: (1,), 1: (0,)},
                   lower=array_rule(_matmul_lower),
                   supports_out=True, vjp=(_matmul_grad_a, _matmul_grad_b))
 

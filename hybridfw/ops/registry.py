@@ -20,7 +20,11 @@ Every primitive op is one :class:`OpDef`, defined once, holding together:
   it to its input's shape and dtype happens once, in ``ops.grad_utils.reduce_grad``.
 - ``save``: indices of the inputs backward needs (a tuple, or a slice for variadic ops);
   ``save_output``: whether it needs the output. This is the op's memory contract: nothing else
-  is kept alive for backward.
+  is kept alive for backward. ``save_for`` (optional) ``{i: (j, ...)}``: input ``i`` is needed
+  only by the gradients of inputs ``j``: eager autograd saves it (and checks it for in-place
+  changes at backward) only when one of them needs a gradient, as PyTorch does (``x[1] / 2``
+  keeps nothing, so writing the quotient back into ``x[1]`` is fine; ``x @ w`` with ``w``
+  frozen does not keep ``x``).
 - ``variadic``: the op takes any number of tensor inputs (``cat``, ``einsum``); its ``vjp`` is
   then one rule, called with ``input_index=i`` for input ``i``.
 - ``view``: the output may share memory with input 0 (reshape, transpose, basic slicing).
@@ -99,7 +103,7 @@ class OpDef:
     """One primitive op. See the module docstring for what each field means."""
 
     __slots__ = ("name", "infer", "kernel", "vjp", "save", "save_output", "view", "supports_out",
-                 "variadic", "doc", "onnx", "__dict__")
+                 "variadic", "doc", "onnx", "save_for", "__dict__")
 
     def __init__(self, name: str, infer: Callable, kernel: Callable, vjp: tuple | None = None,
                  save: tuple | slice = (), save_output: bool = False, view: bool = False,
@@ -115,6 +119,7 @@ class OpDef:
         self.variadic = variadic
         self.doc = doc
         self.onnx = None  # the ONNX lowering rule (see onnx_rules), set beside the op's other rules
+        self.save_for = None  # optional {input: inputs whose gradient alone needs it} (eager)
 
     lower = None  # optional lowering rule for compiled regions (see hybridfw.static.lowering)
     subscript = None  # optional: the index a view op applies, fixed by its attributes
@@ -133,7 +138,8 @@ _REGISTRY: dict[str, OpDef] = {}
 def register(name: str, *, infer: Callable, kernel: Callable, vjp: tuple | None = None,
              save: tuple | slice = (), save_output: bool = False, view: bool = False,
              supports_out: bool = False, variadic: bool = False, doc: str = "",
-             lower: Callable | None = None, subscript: Callable | None = None) -> OpDef:
+             lower: Callable | None = None, subscript: Callable | None = None,
+             save_for: dict | None = None) -> OpDef:
     """Define a primitive op. Each name may be registered once.
 
     ``lower`` (optional) is the op's rule for compiled regions (:mod:`hybridfw.static.lowering`);
@@ -145,6 +151,7 @@ def register(name: str, *, infer: Callable, kernel: Callable, vjp: tuple | None 
         vjp = tuple(vjp)
     op = OpDef(name, infer, kernel, vjp, save, save_output, view, supports_out, variadic, doc)
     op.lower = lower if lower is not None else getattr(kernel, "lower", None)
+    op.save_for = save_for
     if subscript is not None:
         if not view:
             raise ValueError(f"op {name!r}: a subscript rule belongs to a view op")

@@ -690,3 +690,32 @@ def test_a_gradient_shared_by_a_leaf_and_a_node_still_in_flight_is_not_aliased()
     np.testing.assert_array_equal(b.grad.numpy(), np.ones(3))
     np.testing.assert_array_equal(c.grad.numpy(), np.ones(3))
     np.testing.assert_array_equal(a.grad.numpy(), np.full(3, 11.0))
+
+
+def test_an_operand_only_another_operands_gradient_needs_is_not_saved():
+    """As PyTorch: x[1] / 2 and x[0] * 3 keep nothing of their tensor operand (the scalar needs
+    no gradient), so writing the results back into x's rows is fine (it raised 'modified in
+    place'); a @ w with w frozen does not keep a (memory), with w trainable it does, and the
+    gradients are unchanged."""
+    x = hf.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    y = x.clone()
+    y[0, :] = y[0, :] * 3
+    y[1] = y[1] / 2
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[3, 3, 3], [0.5, 0.5, 0.5]])
+    rng = np.random.default_rng(0)
+    a0, w0 = rng.normal(size=(5, 3)), rng.normal(size=(3, 4))
+    a = hf.tensor(a0, requires_grad=True)
+    frozen = hf.tensor(w0)
+    z = a @ frozen
+    assert z.grad_fn.saved[0] is None and z.grad_fn.saved[1] is frozen
+    z.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.ones((5, 4)) @ w0.T)
+    w = hf.tensor(w0, requires_grad=True)
+    z = a @ w
+    assert z.grad_fn.saved[0] is a
+    z.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), a0.T @ np.ones((5, 4)))
+    v = hf.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)   # 1-D operands, double
+    (g,) = hf.autograd.grad(v @ hf.tensor(w0) @ hf.tensor(np.ones(4)), [v], create_graph=True)
+    np.testing.assert_allclose(g.numpy(), w0 @ np.ones(4))
