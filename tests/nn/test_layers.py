@@ -226,6 +226,16 @@ def test_batch_norm_cumulative_average_and_variants():
     np.testing.assert_allclose(npy(bn.running_var), np.mean([x.var(0, ddof=1) for x in xs], 0),
                                rtol=1e-10)
 
+    static_bn = nn.BatchNorm1d(2, momentum=None)
+    converted = hf.jit.to_static(static_bn)  # the count is read on each call, not traced once
+    for x in xs:
+        converted(hf.tensor(x.astype(np.float32)))
+    assert static_bn.num_batches_tracked.item() == 3
+    np.testing.assert_allclose(npy(static_bn.running_mean),
+                               np.mean([x.mean(0) for x in xs], 0), rtol=1e-5)
+    np.testing.assert_allclose(npy(static_bn.running_var),
+                               np.mean([x.var(0, ddof=1) for x in xs], 0), rtol=1e-5)
+
     free = nn.BatchNorm2d(2, affine=False, track_running_stats=False)
     assert list(free.state_dict()) == [] and free.running_mean is None and free.weight is None
     x = rng.standard_normal((3, 2, 4, 4)).astype(np.float32)

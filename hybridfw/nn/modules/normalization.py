@@ -79,7 +79,9 @@ class _BatchNorm(Module):
                 and not is_recomputing():
             self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked)
+                # A tensor, not float(): a static program reads the count when it runs, each
+                # call (float() would freeze the count seen while tracing).
+                momentum = 1.0 / self.num_batches_tracked.to(self.running_mean.dtype)
         # Batch statistics in training, or whenever there are no running statistics to use.
         use_batch_stats = self.training or (self.running_mean is None
                                             and self.running_var is None)
