@@ -38,10 +38,10 @@ from ..ops.infer import broadcast_shapes, normalize_dim
 from ..ops.pooling import pool_attrs
 from ..ops.registry import apply, apply_inplace
 
-__all__ = ["relu", "gelu", "silu", "tanh", "sigmoid", "logsigmoid", "softmax", "log_softmax",
-           "dropout", "linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-           "batch_norm", "layer_norm", "embedding", "pad", "one_hot", "cross_entropy",
-           "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
+__all__ = ["relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "logsigmoid", "softmax",
+           "log_softmax", "dropout", "linear", "conv2d", "max_pool2d", "avg_pool2d",
+           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "embedding", "pad", "one_hot",
+           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
 
 
@@ -74,6 +74,15 @@ def silu(input, inplace: bool = False):  # noqa: A002
     if inplace:
         return apply_inplace(E.mul, input, input, apply(E.sigmoid, input))
     return input * apply(E.sigmoid, input)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > 0``, else ``negative_slope * x`` (the gradient at 0 is the slope, as
+    PyTorch's)."""
+    if inplace:  # times 1 or the slope: the gradient needs only that factor, not the old x
+        factor = (input > 0).to(input.dtype) * (1 - negative_slope) + negative_slope
+        return apply_inplace(E.mul, input, input, factor)
+    return C.where(input > 0, input, input * negative_slope)
 
 
 def tanh(input):  # noqa: A002

@@ -282,6 +282,9 @@ def _tf():
 OPS = [
     # ------------------------------------------------------------------ activations
     Row("relu", F.relu, lambda x: np.maximum(x, 0), [Inp((3, 5))]),
+    Row("leaky_relu", F.leaky_relu, lambda x: np.where(x > 0, x, 0.01 * x), [Inp((3, 5))]),
+    Row("leaky_relu_slope", lambda x: F.leaky_relu(x, 0.2), lambda x: np.where(x > 0, x, 0.2 * x),
+        [Inp((3, 5))], torch_fn=lambda x: _tf().leaky_relu(x, 0.2)),
     Row("gelu", F.gelu, lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))), [Inp((3, 5))],
         order=2, torch_fn=lambda x: _tf().gelu(x)),
     Row("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"),

@@ -71,6 +71,13 @@ def test_activations_against_numpy():
                                rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(npy(nn.LogSoftmax(dim=1)(t)), np.log(e / e.sum(1, keepdims=True)),
                                rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(npy(nn.LeakyReLU(0.2)(t)), np.where(x > 0, x, 0.2 * x), rtol=1e-6)
+    leaf = hf.tensor([-2.0, 0.0, 3.0], requires_grad=True)
+    y = leaf * 1.0
+    out = nn.LeakyReLU(0.1, inplace=True)(y)  # in place on a non-leaf, as PyTorch
+    assert out is y and np.allclose(npy(y), [-0.2, 0.0, 3.0])
+    out.sum().backward()
+    np.testing.assert_allclose(npy(leaf.grad), [0.1, 0.1, 1.0])  # the slope at 0, as PyTorch
     with pytest.raises(ValueError):
         nn.GELU("fast")
 

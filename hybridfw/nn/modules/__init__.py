@@ -1,5 +1,5 @@
 """The layers of ``hf.nn``, one kind per file."""
-from .activation import GELU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
@@ -15,8 +15,8 @@ from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv2d", "MaxPool2d",
            "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
-           "Embedding", "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax",
-           "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU",
+           "Embedding", "Dropout", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid",
+           "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU",
            "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
            "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss",
            "BCEWithLogitsLoss"]

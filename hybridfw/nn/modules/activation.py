@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
+__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
 
 
 class ReLU(Module):
@@ -26,6 +26,28 @@ class ReLU(Module):
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """``x`` where ``x > 0``, else ``negative_slope * x``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.nn.LeakyReLU(0.25)(hf.tensor([-1.0, 2.0])).tolist()
+        [-0.25, 2.0]
+    """
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class GELU(Module):
