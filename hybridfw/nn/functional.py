@@ -41,8 +41,8 @@ from ..ops.registry import apply, apply_inplace
 __all__ = ["relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "logsigmoid", "softmax",
            "log_softmax", "dropout", "linear", "conv2d", "max_pool2d", "avg_pool2d",
            "adaptive_avg_pool2d", "batch_norm", "layer_norm", "embedding", "pad", "one_hot",
-           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 
 # --------------------------------------------------------------------------- activations
@@ -545,6 +545,65 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mea
     reduction = _reduction("l1_loss", reduction, size_average, reduce)
     _broadcast_target("l1_loss", input, target)
     return _weighted("l1_loss", apply(E.abs_, input - target), weight, reduction, input)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                   reduction: str = "mean", beta: float = 1.0):
+    """``0.5 (x - y)^2 / beta`` where ``|x - y| < beta``, else ``|x - y| - 0.5 beta``, reduced
+    (``beta=0``: the L1 loss)."""
+    reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    _broadcast_target("smooth_l1_loss", input, target)
+    diff = apply(E.abs_, input - target)
+    if beta == 0:
+        return _reduce(diff, reduction)
+    return _reduce(C.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta),
+                   reduction)
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
+               weight=None):
+    """``0.5 (x - y)^2`` where ``|x - y| < delta``, else ``delta (|x - y| - 0.5 delta)``;
+    ``weight`` multiplies it elementwise before the reduction (as PyTorch: 'mean' divides by
+    the element count, not by the weight sum)."""
+    reduction = _reduction("huber_loss", reduction)
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    _broadcast_target("huber_loss", input, target)
+    diff = apply(E.abs_, input - target)
+    loss = C.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
+           log_target: bool = False):
+    """Pointwise KL divergence ``y (log y - x)`` of log-probabilities ``x`` from the target
+    ``y`` (0 where ``y = 0``; with ``log_target``, ``exp(y) (y - x)``). ``reduction``:
+    'batchmean' (the sum over the batch size: the KL divergence), 'sum', 'none', or 'mean' (the
+    mean over every element, with PyTorch's warning)."""
+    if reduction == "batchmean" and size_average is None and reduce is None:
+        batch = input.shape[0] if input.ndim else 1
+    else:
+        reduction = _reduction("kl_div", reduction, size_average, reduce)
+        if reduction == "mean":
+            warnings.warn("kl_div: reduction='mean' divides the total loss by both the batch "
+                          "size and the support size; 'batchmean' divides only by the batch "
+                          "size, as the KL divergence is defined", stacklevel=2)
+    if log_target:
+        loss = apply(E.exp, target) * (target - input)
+    else:  # (the log of 1 where y = 0: a finite 0 * log term, and its gradient)
+        loss = target * (apply(E.log, C.where(target > 0, target, 1.0)) - input)
+    if reduction == "batchmean":
+        return C.sum(loss) / batch
+    return _reduce(loss, reduction)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    return input / C.clamp(M.norm(input, p, dim, keepdim=True), min=eps)
 
 
 def _same_shape_target(name, input, target):

@@ -473,6 +473,24 @@ OPS = [
     Row("l1_loss_weighted_mean", lambda x, y, w: F.l1_loss(x, y, weight=w),
         lambda x, y, w: np.sum(w * np.abs(x - y)) / np.sum(w),
         [Inp((3, 4)), Inp((3, 4)), Fixed(np.arange(1.0, 13.0).reshape(3, 4))]),
+    Row("smooth_l1_loss", lambda x, y: F.smooth_l1_loss(x, y, reduction="none", beta=0.5),
+        lambda x, y: np.where(np.abs(x - y) < 0.5, (x - y) ** 2, np.abs(x - y) - 0.25),
+        [Inp((3, 4)), Inp((3, 4))],
+        torch_fn=lambda x, y: _tf().smooth_l1_loss(x, y, reduction="none", beta=0.5)),
+    Row("huber_loss_weighted", lambda x, y, w: F.huber_loss(x, y, delta=0.7, weight=w),
+        lambda x, y, w: np.mean(w * np.where(np.abs(x - y) < 0.7, 0.5 * (x - y) ** 2,
+                                             0.7 * (np.abs(x - y) - 0.35))),
+        [Inp((3, 4)), Inp((3, 4)), Fixed(np.arange(1.0, 13.0).reshape(3, 4))],
+        torch_fn=lambda x, y, w: _tf().huber_loss(x, y, delta=0.7, weight=w)),
+    Row("kl_div_batchmean", lambda x, t: F.kl_div(x, t, reduction="batchmean"),
+        lambda x, t: np.sum(t * (np.log(t) - x)) / 3, [Inp((3, 4)), Inp((3, 4), "prob")],
+        torch_fn=lambda x, t: _tf().kl_div(x, t, reduction="batchmean")),
+    Row("kl_div_log_target", lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True),
+        lambda x, t: np.sum(np.exp(t) * (t - x)), [Inp((3, 4)), Inp((3, 4))], order=2,
+        torch_fn=lambda x, t: _tf().kl_div(x, t, reduction="sum", log_target=True)),
+    Row("normalize", lambda x: F.normalize(x, dim=-1),
+        lambda x: x / np.sqrt(np.sum(x * x, -1, keepdims=True)), [Inp((3, 4))], order=2,
+        torch_fn=lambda x: _tf().normalize(x, dim=-1)),
     Row("binary_cross_entropy", F.binary_cross_entropy, bce_ref,
         [Inp((3, 4), "prob"), Inp((3, 4), "prob")], order=2,
         torch_fn=lambda x, y: _tf().binary_cross_entropy(x, y)),
@@ -960,7 +978,10 @@ def test_loss_errors():
     _raises(IndexError, lambda: F.nll_loss(x, hf.tensor([0, -2, 1, 1])), "out of bounds")
     _raises(TypeError, lambda: F.nll_loss(x, hf.tensor([0.0, 1.0, 1.0, 1.0])), "nll_loss",
             "integer")
-    for fn in (F.mse_loss, F.l1_loss, F.binary_cross_entropy_with_logits):
+    _raises(ValueError, lambda: F.smooth_l1_loss(x, x, beta=-1.0), "smooth_l1_loss", "-1.0")
+    _raises(ValueError, lambda: F.huber_loss(x, x, delta=0.0), "huber_loss", "0.0")
+    for fn in (F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss, F.kl_div,
+               F.binary_cross_entropy_with_logits):
         _raises(ValueError, lambda fn=fn: fn(x, x, reduction="mean_sum"), fn.__name__,
                 "reduction")
     _raises(ValueError, lambda: F.binary_cross_entropy(hf.rand(4, 3), hf.rand(4, 1)),

@@ -354,6 +354,16 @@ def test_loss_modules_against_numpy():
     bcel = -(b * np.log(s) + (1 - b) * np.log(1 - s)).mean()
     assert nn.BCEWithLogitsLoss()(hf.tensor(logits[:3, :2]), hf.tensor(b)).item() == \
         pytest.approx(bcel, rel=1e-5)
+    d = np.abs(a - b)
+    assert nn.SmoothL1Loss(beta=0.1)(hf.tensor(a), hf.tensor(b)).item() == pytest.approx(
+        np.where(d < 0.1, 5 * d * d, d - 0.05).mean(), rel=1e-5)
+    assert nn.HuberLoss(reduction="sum", delta=0.1)(hf.tensor(a), hf.tensor(b)).item() == \
+        pytest.approx(np.where(d < 0.1, 0.5 * d * d, 0.1 * (d - 0.05)).sum(), rel=1e-5)
+    p = np.exp(logp)
+    kl = nn.KLDivLoss(reduction="batchmean")(hf.tensor(logits), hf.tensor(p))
+    assert kl.item() == pytest.approx((p * (logp - logits)).sum() / 5, rel=1e-5)
+    kl = nn.KLDivLoss(reduction="none", log_target=True)(hf.tensor(logits), hf.tensor(logp))
+    np.testing.assert_allclose(npy(kl), p * (logp - logits), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="reduction"):
         nn.MSELoss(reduction="avg")
 
