@@ -39,7 +39,7 @@ from ..ops.pooling import pool_attrs
 from ..ops.registry import apply, apply_inplace
 
 __all__ = ["relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "logsigmoid", "softmax",
-           "log_softmax", "dropout", "linear", "conv2d", "max_pool2d", "avg_pool2d",
+           "log_softmax", "dropout", "dropout2d", "linear", "conv2d", "max_pool2d", "avg_pool2d",
            "adaptive_avg_pool2d", "batch_norm", "layer_norm", "embedding", "pad", "one_hot",
            "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
@@ -138,6 +138,31 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     if p == 1.0:
         return apply_inplace(E.mul, input, input, 0) if inplace else input * 0
     keep = apply(E.ge, rand_like(input), p)
+    mask = apply(E.cast, keep, dtype=input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return apply_inplace(E.mul, input, input, mask)
+    return input * mask
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Zero whole channels: each ``(n, c)`` feature map of an ``(N, C, H, W)`` input with
+    probability ``p``, the rest scaled by 1/(1-p) (training only). A 3-D input is taken as
+    ``(N, C, L)`` with PyTorch's warning."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout2d: probability must be between 0 and 1, got {p}")
+    if input.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: expected a 4-D (N, C, H, W) input, got shape "
+                         f"{tuple(input.shape)}")
+    if input.ndim == 3:
+        warnings.warn("dropout2d: received a 3-D input; it is taken as (N, C, L) and whole "
+                      "(n, c) rows are dropped (use dropout1d for that)", stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return apply_inplace(E.mul, input, input, 0) if inplace else input * 0
+    # one draw per (n, c): the mask has the input's shape with 1 in the spatial dims
+    corner = input[(slice(None), slice(None)) + (slice(0, 1),) * (input.ndim - 2)]
+    keep = apply(E.ge, rand_like(corner), p)
     mask = apply(E.cast, keep, dtype=input.dtype) * (1.0 / (1.0 - p))
     if inplace:
         return apply_inplace(E.mul, input, input, mask)

@@ -99,6 +99,30 @@ def test_dropout_train_and_eval():
         nn.Dropout(1.5)
 
 
+def test_dropout2d_zeroes_whole_channels():
+    drop = nn.Dropout2d(0.3)
+    leaf = hf.ones(64, 32, 3, 3, requires_grad=True)
+    hf.manual_seed(0)
+    y = drop(leaf)
+    y.sum().backward()
+    maps = npy(y).reshape(64, 32, 9)
+    assert np.all(maps == maps[:, :, :1])  # one draw per (n, c) feature map
+    assert 0.25 < (maps[:, :, 0] == 0).mean() < 0.35
+    np.testing.assert_allclose(maps[maps != 0], 1 / 0.7, rtol=1e-6)
+    np.testing.assert_allclose(npy(leaf.grad), npy(y))
+    converted = hf.jit.to_static(nn.Dropout2d(0.5), input_spec=[hf.jit.InputSpec([None, 8, 2, 2])])
+    first, second = npy(converted(hf.ones(6, 8, 2, 2))), npy(converted(hf.ones(6, 8, 2, 2)))
+    assert not np.array_equal(first, second)  # a new mask on each call
+    assert np.all(first.reshape(6, 8, 4) == first.reshape(6, 8, 4)[:, :, :1])
+    assert np.array_equal(npy(nn.Dropout2d(0.5).eval()(leaf)), npy(leaf))
+    with pytest.warns(UserWarning, match=r"dropout2d: received a 3-D input"):
+        assert nn.functional.dropout2d(hf.ones(2, 3, 4)).shape == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"dropout2d: expected a 4-D .*\(2, 3\)"):
+        nn.functional.dropout2d(hf.ones(2, 3))
+    with pytest.raises(ValueError, match="Dropout2d: probability"):
+        nn.Dropout2d(1.5)
+
+
 # ---- convolution and pooling ------------------------------------------------------------------
 def np_conv2d(x, w, b, stride, padding, dilation, groups):
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation

@@ -3,7 +3,7 @@ from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softma
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
-from .dropout import Dropout
+from .dropout import Dropout, Dropout2d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
@@ -15,8 +15,8 @@ from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv2d", "MaxPool2d",
-           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
-           "Embedding", "Dropout", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid",
+           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
+           "Dropout", "Dropout2d", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU",
            "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
            "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
