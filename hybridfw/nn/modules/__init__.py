@@ -1,7 +1,7 @@
 """The layers of ``hf.nn``, one kind per file."""
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
-from .container import ModuleDict, ModuleList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv2d
 from .dropout import Dropout, Dropout2d
 from .linear import Flatten, Identity, Linear, Unflatten
@@ -17,7 +17,8 @@ from .transformer import TransformerEncoder, TransformerEncoderLayer
 __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv2d", "MaxPool2d",
            "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
            "Dropout", "Dropout2d", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid",
-           "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU",
-           "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
-           "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
