@@ -38,11 +38,12 @@ from ..ops.infer import broadcast_shapes, normalize_dim
 from ..ops.pooling import pool_attrs
 from ..ops.registry import apply, apply_inplace
 
-__all__ = ["relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "logsigmoid", "softmax",
-           "log_softmax", "dropout", "dropout2d", "linear", "conv2d", "max_pool2d", "avg_pool2d",
-           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "embedding", "pad", "one_hot",
-           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+__all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu", "tanh",
+           "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d", "linear",
+           "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm",
+           "embedding", "pad", "one_hot", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+           "smooth_l1_loss", "huber_loss", "kl_div", "normalize", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits"]
 
 
 # --------------------------------------------------------------------------- activations
@@ -83,6 +84,39 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # n
         factor = (input > 0).to(input.dtype) * (1 - negative_slope) + negative_slope
         return apply_inplace(E.mul, input, input, factor)
     return C.where(input > 0, input, input * negative_slope)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > 0``, else ``alpha (exp(x) - 1)``."""
+    if inplace:  # (computed from a copy: the gradient needs the old values)
+        return input.copy_(elu(input.clone(), alpha))
+    negative = apply(E.expm1, C.clamp(input, max=0.0)) * alpha  # (no overflow for large x)
+    return C.where(input > 0, input, negative)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
+    """``log(1 + exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
+    scaled = input * beta
+    smooth = apply(E.log1p, apply(E.exp, C.clamp(scaled, max=threshold))) / beta
+    return C.where(scaled > threshold, input, smooth)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False):
+    """``input`` clipped to ``[min_val, max_val]``; as PyTorch, the gradient is 0 at the bounds
+    too (it flows only strictly inside)."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    if inplace:  # (computed from a copy: the gradient needs the old values)
+        return input.copy_(hardtanh(input.clone(), min_val, max_val))
+    inside = (input > min_val) & (input < max_val)
+    return C.where(inside, input, C.clamp(input, min=min_val, max=max_val).detach())
+
+
+def relu6(input, inplace: bool = False):  # noqa: A002
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def tanh(input):  # noqa: A002

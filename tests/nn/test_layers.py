@@ -72,6 +72,20 @@ def test_activations_against_numpy():
     np.testing.assert_allclose(npy(nn.LogSoftmax(dim=1)(t)), np.log(e / e.sum(1, keepdims=True)),
                                rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(npy(nn.LeakyReLU(0.2)(t)), np.where(x > 0, x, 0.2 * x), rtol=1e-6)
+    np.testing.assert_allclose(npy(nn.ELU(0.5)(t)), np.where(x > 0, x, 0.5 * np.expm1(x)),
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(npy(nn.Softplus(beta=2.0, threshold=3.0)(t)),
+                               np.where(2 * x > 3, x, np.log1p(np.exp(2 * x)) / 2), rtol=1e-6)
+    np.testing.assert_allclose(npy(nn.Hardtanh(-2.0, 1.5)(t)), np.clip(x, -2.0, 1.5))
+    np.testing.assert_allclose(npy(nn.ReLU6()(t * 2)), np.clip(x * 2, 0, 6))
+    bounds = hf.tensor([0.0, 3.0, 6.0, 7.0], requires_grad=True)
+    nn.ReLU6(inplace=True)(bounds * 1.0).sum().backward()  # no gradient at the bounds either
+    np.testing.assert_allclose(npy(bounds.grad), [0.0, 1.0, 0.0, 0.0])
+    huge = hf.tensor([-1000.0, 1000.0], requires_grad=True)  # no overflow in either branch
+    (nn.ELU()(huge).sum() + nn.Softplus()(huge).sum()).backward()
+    np.testing.assert_allclose(npy(huge.grad), [0.0, 2.0])
+    with pytest.raises(ValueError, match=r"Hardtanh: min_val \(2\) cannot be greater"):
+        nn.Hardtanh(2, 1)
     leaf = hf.tensor([-2.0, 0.0, 3.0], requires_grad=True)
     y = leaf * 1.0
     out = nn.LeakyReLU(0.1, inplace=True)(y)  # in place on a non-leaf, as PyTorch

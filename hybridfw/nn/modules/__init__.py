@@ -1,5 +1,6 @@
 """The layers of ``hf.nn``, one kind per file."""
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU,
+                         Softmax, Softplus, Tanh)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv2d
@@ -16,9 +17,9 @@ from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv2d", "MaxPool2d",
            "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
-           "Dropout", "Dropout2d", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid",
-           "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-           "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
-           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
-           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "Dropout", "Dropout2d", "ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6",
+           "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential", "ModuleList",
+           "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell",
+           "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
+           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
+           "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
