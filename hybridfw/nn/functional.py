@@ -286,6 +286,40 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
     return _unbatched(out, added)
 
 
+def _single(name: str, what: str, value) -> int:
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: {what} must be an int or a 1-tuple of ints, got {value!r}")
+    return value
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A002
+           groups: int = 1):
+    """1-D convolution (cross-correlation) of an (N, C, L) or (C, L) input with an
+    (out_channels, C/groups, k) weight, as :func:`conv2d` over a height of 1; ``padding`` is an
+    int, 'valid' or 'same'.
+
+    Example::
+
+        >>> x, w = hf.randn(2, 3, 10), hf.randn(4, 3, 5)
+        >>> F.conv1d(x, w, padding=2).shape
+        (2, 4, 10)
+    """
+    if input.ndim not in (2, 3):
+        raise ValueError(f"conv1d: expected a 2-D (C, L) or 3-D (N, C, L) input, got shape "
+                         f"{tuple(input.shape)}")
+    if weight.ndim != 3:
+        raise ValueError(f"conv1d: expected a 3-D weight (out_channels, in_channels/groups, k), "
+                         f"got shape {tuple(weight.shape)}")
+    if not isinstance(padding, str):
+        padding = (0, _single("conv1d", "padding", padding))
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
+                 (1, _single("conv1d", "stride", stride)), padding,
+                 (1, _single("conv1d", "dilation", dilation)), groups)
+    return out.squeeze(-2)
+
+
 # --------------------------------------------------------------------------- pooling
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
                ceil_mode: bool = False, return_indices: bool = False):

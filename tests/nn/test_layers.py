@@ -166,6 +166,29 @@ def test_conv2d_against_numpy(kwargs):
     np.testing.assert_allclose(npy(unbatched), ref[0], rtol=1e-4, atol=1e-5)
 
 
+def test_conv1d_module():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 11)).astype(np.float32)
+    for kwargs in [dict(kernel_size=3), dict(kernel_size=4, padding="same", dilation=2),
+                   dict(kernel_size=3, stride=2, padding=2, padding_mode="reflect"),
+                   dict(kernel_size=3, padding=1, padding_mode="circular", bias=False),
+                   dict(kernel_size=3, groups=3, padding="valid")]:
+        ours, theirs = nn.Conv1d(3, 6, **kwargs), torch.nn.Conv1d(3, 6, **kwargs)
+        assert ours.weight.shape == tuple(theirs.weight.shape)
+        ours.load_state_dict({k: hf.tensor(v.detach().numpy()) for k, v in
+                              theirs.state_dict().items()})
+        for fn in (ours, hf.jit.to_static(ours)):
+            np.testing.assert_allclose(npy(fn(hf.tensor(x))),
+                                       theirs(torch.tensor(x)).detach().numpy(),
+                                       rtol=1e-5, atol=1e-5)
+    assert nn.Conv1d(3, 4, 3, padding=1)(hf.ones(3, 8)).shape == (4, 8)  # unbatched
+    with pytest.raises(ValueError, match=r"Conv1d: expected input with 3 channels.*\(2, 5, 7\)"):
+        nn.Conv1d(3, 4, 3)(hf.ones(2, 5, 7))
+    with pytest.raises(ValueError, match="Conv1d: padding='same' is not supported for strided"):
+        nn.Conv1d(3, 4, 3, stride=2, padding="same")
+
+
 def test_conv2d_same_padding_modes_and_errors():
     x = np.random.default_rng(2).standard_normal((1, 2, 7, 6)).astype(np.float32)
     conv = nn.Conv2d(2, 3, (4, 3), padding="same")
