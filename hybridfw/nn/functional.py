@@ -40,10 +40,10 @@ from ..ops.registry import apply, apply_inplace
 
 __all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu", "tanh",
            "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d", "linear",
-           "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm", "layer_norm",
-           "embedding", "pad", "one_hot", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
-           "smooth_l1_loss", "huber_loss", "kl_div", "normalize", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "conv2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d",
+           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "embedding", "pad", "one_hot",
+           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 
 # --------------------------------------------------------------------------- activations
@@ -355,6 +355,43 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     out = apply(N.adaptive_avg_pool2d, x, output_size=pair("adaptive_avg_pool2d",
                                                            "output_size", size))
     return _unbatched(out, added)
+
+
+def _pool1d_input(name: str, input):  # noqa: A002
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{name}: expected a 2-D (C, L) or 3-D (N, C, L) input, got shape "
+                         f"{tuple(input.shape)}")
+    return input.unsqueeze(-2)  # (pooled as 2-D over a height of 1)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode: bool = False, return_indices: bool = False):
+    """1-D max pooling over (N, C, L) or (C, L), as :func:`max_pool2d` over a height of 1;
+    with ``return_indices`` also the index along L of each maximum."""
+    k = _single("max_pool1d", "kernel_size", kernel_size)
+    s = k if stride is None else _single("max_pool1d", "stride", stride)
+    out = max_pool2d(_pool1d_input("max_pool1d", input), (1, k), (1, s),
+                     (0, _single("max_pool1d", "padding", padding)),
+                     (1, _single("max_pool1d", "dilation", dilation)), ceil_mode, return_indices)
+    if return_indices:  # (a flat index over a height of 1 is the index along L)
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,  # noqa: A002
+               count_include_pad: bool = True):
+    """1-D average pooling over (N, C, L) or (C, L), as :func:`avg_pool2d` over a height of 1."""
+    k = _single("avg_pool1d", "kernel_size", kernel_size)
+    s = k if stride is None else _single("avg_pool1d", "stride", stride)
+    return avg_pool2d(_pool1d_input("avg_pool1d", input), (1, k), (1, s),
+                      (0, _single("avg_pool1d", "padding", padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    """Average pooling of (N, C, L) or (C, L) to length ``output_size``."""
+    size = _single("adaptive_avg_pool1d", "output_size", output_size)
+    return adaptive_avg_pool2d(_pool1d_input("adaptive_avg_pool1d", input), (1, size)).squeeze(-2)
 
 
 # --------------------------------------------------------------------------- normalization

@@ -189,6 +189,20 @@ def test_conv1d_module():
         nn.Conv1d(3, 4, 3, stride=2, padding="same")
 
 
+def test_pool1d_modules():
+    x = hf.tensor([[[1.0, 5.0, 2.0, 3.0, 9.0, 0.0]]])
+    out, idx = nn.MaxPool1d(2, return_indices=True)(x)
+    assert out.tolist() == [[[5.0, 3.0, 9.0]]] and idx.tolist() == [[[1, 3, 4]]]
+    np.testing.assert_allclose(npy(nn.AvgPool1d(3)(x)), [[[8 / 3, 4.0]]], rtol=1e-6)
+    np.testing.assert_allclose(npy(nn.AdaptiveAvgPool1d(2)(x[0])), [[8 / 3, 4.0]],  # (C, L)
+                               rtol=1e-6)
+    converted = hf.jit.to_static(nn.Sequential(nn.Conv1d(1, 2, 3, padding=1), nn.MaxPool1d(2),
+                                               nn.AdaptiveAvgPool1d(1)))
+    assert converted(x).shape == (1, 2, 1)
+    with pytest.raises(ValueError, match=r"max_pool1d: expected a 2-D .*\(1, 1, 1, 6\)"):
+        nn.MaxPool1d(2)(x[None])
+
+
 def test_conv2d_same_padding_modes_and_errors():
     x = np.random.default_rng(2).standard_normal((1, 2, 7, 6)).astype(np.float32)
     conv = nn.Conv2d(2, 3, (4, 3), padding="same")

@@ -10,16 +10,18 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDi
                    MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+                      MaxPool2d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 
-__all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d", "MaxPool2d",
-           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
-           "Dropout", "Dropout2d", "ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6",
-           "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential", "ModuleList",
-           "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell",
-           "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
-           "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+__all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d", "MaxPool1d",
+           "MaxPool2d", "AvgPool1d", "AdaptiveAvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
+           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "Dropout", "Dropout2d", "ReLU",
+           "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid",
+           "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
