@@ -41,9 +41,10 @@ from ..ops.registry import apply, apply_inplace
 __all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu", "tanh",
            "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d", "linear",
            "conv2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d",
-           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "embedding", "pad", "one_hot",
-           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm", "embedding", "pad",
+           "one_hot", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
+           "huber_loss", "kl_div", "normalize", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits"]
 
 
 # --------------------------------------------------------------------------- activations
@@ -496,6 +497,32 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         out = out * weight
     if bias is not None:
         out = out + bias
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """Normalize each of ``num_groups`` groups of channels of an (N, C, ...) input over its
+    channels and positions (biased variance), then the per-channel ``weight`` and ``bias``."""
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected an input with at least 2 dims (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    channels = input.shape[1]
+    if channels % num_groups:
+        raise ValueError(f"group_norm: the {channels} channels of input of shape "
+                         f"{tuple(input.shape)} must be divisible by num_groups={num_groups}")
+    _check_norm_dtypes("group_norm", input, weight=weight, bias=bias)
+    for what, t in (("weight", weight), ("bias", bias)):
+        _check_param("group_norm", what, t, channels, input)
+    grouped = input.unflatten(1, (num_groups, channels // num_groups))
+    dims = tuple(range(2, grouped.ndim))
+    centered = grouped - C.mean(grouped, dims, keepdim=True)
+    var = C.mean(centered * centered, dims, keepdim=True)
+    out = (centered * apply(E.rsqrt, var + eps)).flatten(1, 2)
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * C.reshape(weight, shape)
+    if bias is not None:
+        out = out + C.reshape(bias, shape)
     return out if out.dtype is input.dtype else out.astype(input.dtype)
 
 

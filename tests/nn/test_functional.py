@@ -136,6 +136,12 @@ def _pool_len(n, k, s, p, d, ceil):
     return out
 
 
+def gn_ref(x, groups, eps):
+    g = x.reshape(x.shape[0], groups, -1)
+    out = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)
+    return out.reshape(x.shape)
+
+
 def max_pool_ref(x, k, s, p=(0, 0), d=(1, 1), ceil=False):
     n, c, h, w = x.shape
     oh, ow = _pool_len(h, k[0], s[0], p[0], d[0], ceil), _pool_len(w, k[1], s[1], p[1], d[1], ceil)
@@ -404,6 +410,10 @@ OPS = [
         lambda x, w, b, rm, rv: bn_ref(x, rm, rv, w, b),
         [Inp((4, 3, 5)), Inp((3,)), Inp((3,)), Fixed([0.1, -0.2, 0.3]),
          Fixed([0.5, 1.5, 2.0])]),
+    Row("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b, eps=1e-3),
+        lambda x, w, b: gn_ref(x, 2, 1e-3) * w[None, :, None] + b[None, :, None],
+        [Inp((3, 4, 5)), Inp((4,)), Inp((4,))], order=2,
+        torch_fn=lambda x, w, b: _tf().group_norm(x, 2, w, b, eps=1e-3)),
     Row("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b),
         lambda x, w, b: ln_ref(x, 1, w, b), [Inp((2, 3, 4)), Inp((4,)), Inp((4,))], order=2),
     Row("layer_norm_2d_noaffine", lambda x: F.layer_norm(x, [3, 4]), lambda x: ln_ref(x, 2),

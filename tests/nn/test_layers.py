@@ -297,6 +297,24 @@ def test_batch_norm_train_eval_and_running_stats(cls, shape):
     assert bn.num_batches_tracked.item() == 3
 
 
+def test_group_norm_module():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 6, 4, 5)).astype(np.float32)
+    groups = x.reshape(3, 2, -1)
+    ref = ((groups - groups.mean(-1, keepdims=True)) /
+           np.sqrt(groups.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    gn = nn.GroupNorm(2, 6)
+    assert [n for n, _ in gn.named_parameters()] == ["weight", "bias"]
+    np.testing.assert_allclose(npy(gn(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
+    converted = hf.jit.to_static(nn.GroupNorm(2, 6, affine=False),
+                                 input_spec=[hf.jit.InputSpec([None, 6, None, None])])
+    np.testing.assert_allclose(npy(converted(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"GroupNorm: num_channels \(4\) must be divisible"):
+        nn.GroupNorm(3, 4)
+    with pytest.raises(ValueError, match=r"GroupNorm: expected an \(N, 6, \.\.\.\) input"):
+        gn(hf.ones(2, 4, 3))
+
+
 def test_batch_norm_cumulative_average_and_variants():
     rng = np.random.default_rng(5)
     bn = nn.BatchNorm1d(2, momentum=None).double()

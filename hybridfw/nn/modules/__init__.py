@@ -9,7 +9,7 @@ from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
                       MaxPool2d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -18,10 +18,10 @@ from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d", "MaxPool1d",
            "MaxPool2d", "AvgPool1d", "AdaptiveAvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
-           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "Dropout", "Dropout2d", "ReLU",
-           "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid",
-           "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-           "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "Embedding", "Dropout",
+           "Dropout2d", "ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU",
+           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict",
+           "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
            "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
            "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
