@@ -1,9 +1,10 @@
 """``hf.cuda``: whether a CUDA device is usable (through cupy)."""
 from __future__ import annotations
 
-from .backend import cuda_device_count, cuda_is_available
+from .backend import cuda_device_count, cuda_is_available, get_default_device
+from .random import seed_cuda
 
-__all__ = ["is_available", "device_count"]
+__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all"]
 
 
 def is_available() -> bool:
@@ -13,3 +14,17 @@ def is_available() -> bool:
 
 def device_count() -> int:
     return cuda_device_count()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the current CUDA device's generator (the default device's when it is a CUDA one,
+    else device 0), as ``torch.cuda.manual_seed``; ``hf.manual_seed`` seeds it already.
+    Without a GPU it does nothing visible (the seed waits for a device, as in PyTorch)."""
+    current = get_default_device()
+    seed_cuda(seed, current.index if current.type == "cuda" else 0)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every CUDA device's generator, as ``torch.cuda.manual_seed_all``; the CPU's is left
+    as it is (``hf.manual_seed`` seeds all of them)."""
+    seed_cuda(seed)

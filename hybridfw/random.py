@@ -17,23 +17,44 @@ import numpy as np
 
 from .backend import Device, cpu
 
-__all__ = ["manual_seed", "seed", "generator", "get_rng_state", "set_rng_state", "initial_seed"]
+__all__ = ["manual_seed", "seed", "seed_cuda", "generator", "get_rng_state", "set_rng_state",
+           "initial_seed"]
 
 _seed = [0]
 _generators: dict = {}
 
 
-def manual_seed(seed: int) -> None:
-    """Seed every device's generator (existing and future ones). As PyTorch, anything ``int()``
-    takes (a float, a 0-d integer tensor) is a seed; a negative one wraps to 64 bits."""
+_cuda_seeds: dict = {}  # CUDA device index (None: every one) -> seed of seed_cuda
+
+
+def _as_seed(seed, name: str) -> int:
     if isinstance(seed, (bool, np.bool_)) or isinstance(seed, str):
-        raise TypeError(f"manual_seed: seed must be an int, got {seed!r}")
+        raise TypeError(f"{name}: seed must be an int, got {seed!r}")
     try:
         value = int(seed)
     except (TypeError, ValueError):
-        raise TypeError(f"manual_seed: seed must be an int, got {seed!r}") from None
-    _seed[0] = value % (1 << 64)  # (numpy's generators take no negative seed)
+        raise TypeError(f"{name}: seed must be an int, got {seed!r}") from None
+    return value % (1 << 64)  # (numpy's generators take no negative seed)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed every device's generator (existing and future ones). As PyTorch, anything ``int()``
+    takes (a float, a 0-d integer tensor) is a seed; a negative one wraps to 64 bits."""
+    _seed[0] = _as_seed(seed, "manual_seed")
+    _cuda_seeds.clear()
     _generators.clear()
+
+
+def seed_cuda(seed: int, index: int | None = None) -> None:
+    """Seed the generator of CUDA device ``index`` (None: of every CUDA device, existing and
+    future ones), leaving the CPU's as it is: ``hf.cuda.manual_seed`` / ``manual_seed_all``.
+    The seeds last until the next :func:`manual_seed`."""
+    value = _as_seed(seed, "manual_seed_all" if index is None else "manual_seed")
+    if index is None:
+        _cuda_seeds.clear()
+    _cuda_seeds[index] = value
+    for dev in [d for d in _generators if d is not cpu and index in (None, d.index)]:
+        del _generators[dev]
 
 
 def seed() -> int:
@@ -55,7 +76,10 @@ def generator(dev: Device = cpu):
     if gen is None:
         xp = dev.xp
         # Each CUDA device gets its own stream of numbers derived from the one seed.
-        seed = _seed[0] if dev is cpu else [_seed[0], 1 + dev.index]
+        if dev is cpu:
+            seed = _seed[0]
+        else:
+            seed = [_cuda_seeds.get(dev.index, _cuda_seeds.get(None, _seed[0])), 1 + dev.index]
         gen = _generators[dev] = xp.random.default_rng(seed)
     return gen
 

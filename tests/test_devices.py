@@ -184,3 +184,45 @@ def test_seeds_as_pytorch_takes_them():
         with pytest.raises(TypeError, match="manual_seed"):
             hf.manual_seed(bad)
     hf.manual_seed(0)
+
+
+class _FakeCudaDevice:
+    """Stands in for a CUDA device (numpy as its array module) to check which seed its
+    generator gets, on a machine without a GPU."""
+
+    type, xp = "cuda", np
+
+    def __init__(self, index):
+        self.index = index
+
+
+def test_cuda_manual_seed_and_manual_seed_all():
+    from hybridfw import random as R
+    dev0, dev1 = _FakeCudaDevice(0), _FakeCudaDevice(1)
+
+    def first_draw(dev):
+        return R.generator(dev).random()
+
+    def expected(seed, dev):
+        return np.random.default_rng([seed, 1 + dev.index]).random()
+
+    try:
+        hf.manual_seed(3)
+        cpu_draw = hf.rand(2).numpy()
+        assert first_draw(dev0) == expected(3, dev0)  # hf.manual_seed seeds CUDA too
+        hf.manual_seed(3)
+        hf.cuda.manual_seed_all(11)  # every CUDA device, the CPU left alone
+        np.testing.assert_array_equal(hf.rand(2).numpy(), cpu_draw)
+        assert first_draw(dev0) == expected(11, dev0)
+        assert first_draw(dev1) == expected(11, dev1)
+        hf.cuda.manual_seed(5)  # the current device only (device 0 on a CPU default)
+        assert first_draw(dev0) == expected(5, dev0)
+        assert R.generator(dev1).random() != expected(11, dev1)  # dev1's stream went on
+        hf.manual_seed(2)  # a new manual_seed replaces them all
+        assert first_draw(dev1) == expected(2, dev1)
+        with pytest.raises(TypeError, match="manual_seed_all: seed must be an int"):
+            hf.cuda.manual_seed_all("7")
+    finally:
+        for dev in (dev0, dev1):
+            R._generators.pop(dev, None)
+        hf.manual_seed(0)

@@ -13,8 +13,10 @@ from .dataloader import DataLoader
 from .dataset import (ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset,
                       random_split)
 from .distributed import DistributedSampler
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
            "random_split", "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
-           "BatchSampler", "default_collate", "default_convert", "DistributedSampler"]
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "default_collate",
+           "default_convert", "DistributedSampler"]

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..random import generator as default_generator
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler", "BatchSampler"]
 
 
 class Sampler:
@@ -69,6 +70,79 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.indices().tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given ``indices`` in a random order, a new one each iteration (epoch); numbers come
+    from ``generator`` as in :class:`RandomSampler`.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> sorted(hf.data.SubsetRandomSampler([4, 1, 7]))
+        [1, 4, 7]
+    """
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self) -> Iterator:
+        gen = self.generator if self.generator is not None else default_generator()
+        indices = self.indices
+        return iter([indices[i] for i in gen.permutation(len(indices)).tolist()])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probability proportional to ``weights`` (with
+    ``replacement``, the default, an index can repeat; without it each index comes at most
+    once). A new draw each iteration (epoch); numbers come from ``generator`` as in
+    :class:`RandomSampler`.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> list(hf.data.WeightedRandomSampler([0.0, 1.0, 0.0], num_samples=3))
+        [1, 1, 1]
+    """
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None):
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(f"WeightedRandomSampler: num_samples must be a positive int, got "
+                             f"{num_samples!r}")
+        self.num_samples = num_samples
+        if not isinstance(replacement, bool):
+            raise ValueError(f"WeightedRandomSampler: replacement must be a bool, got "
+                             f"{replacement!r}")
+        if hasattr(weights, "detach"):  # a tensor: its values, as float64
+            weights = weights.detach().cpu().numpy()
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.ndim != 1:
+            raise ValueError(f"WeightedRandomSampler: weights must be a 1-d sequence, got shape "
+                             f"{weights.shape}")
+        if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+            raise ValueError("WeightedRandomSampler: weights must be finite, non-negative and "
+                             "not all zero")
+        if not replacement and self.num_samples > np.count_nonzero(weights):
+            raise ValueError(f"WeightedRandomSampler: cannot draw {self.num_samples} samples "
+                             f"without replacement from {np.count_nonzero(weights)} nonzero "
+                             "weights")
+        self.weights = weights
+        self._probabilities = weights / weights.sum()
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        gen = self.generator if self.generator is not None else default_generator()
+        drawn = gen.choice(len(self.weights), size=self.num_samples, replace=self.replacement,
+                           p=self._probabilities)
+        return iter(drawn.tolist())
 
     def __len__(self) -> int:
         return self.num_samples

@@ -167,9 +167,9 @@ class no_grad(GradModeContext):
 
 
 class inference_mode(GradModeContext):
-    """PyTorch's ``torch.inference_mode``: here the same as :class:`no_grad` (``mode=False``
-    changes nothing): ``with hf.inference_mode(): ...``, ``@hf.inference_mode()`` or
-    ``@hf.inference_mode``.
+    """PyTorch's ``torch.inference_mode``: here the same as :class:`no_grad` (and, as in
+    PyTorch, ``mode=False`` turns recording on, like :class:`enable_grad`):
+    ``with hf.inference_mode(): ...``, ``@hf.inference_mode()`` or ``@hf.inference_mode``.
 
     Example::
 
@@ -189,8 +189,7 @@ class inference_mode(GradModeContext):
 
     def __enter__(self):
         self.prev.append(GradMode.enabled)
-        if not self.disabled:
-            GradMode.enabled = False
+        GradMode.enabled = self.disabled  # (torch's InferenceMode(False) enables grad mode)
         return self
 
     def __call__(self, fn):

@@ -899,8 +899,10 @@ class StaticFunction:
         executor = Executor(backend=self.backend, tier_after=self.tier_after)
         block = program.global_block()
         fetch_vars = [block.var(n) for n in outputs.fetch]
+        # (numbers, and values no gradient reaches -- made under no_grad, detached, from
+        # inputs that need none -- get no gradient: as eager, they do not require grad)
         float_outputs = [k for k, v in enumerate(fetch_vars) if v.dtype.is_floating_point and
-                         v.name not in program.python_scalars]  # (numbers get no gradient)
+                         v.name not in program.python_scalars and v.requires_grad]
         diff = [("input", i) for i, t in enumerate(leaves) if t._rg] + \
             [("param", t) for t in program.params.values() if getattr(t, "_rg", False)]
         written = [name for _, name in updates]  # arguments' values written back

@@ -38,10 +38,12 @@ from ..ops.infer import broadcast_shapes, normalize_dim
 from ..ops.pooling import pool_attrs
 from ..ops.registry import apply, apply_inplace
 
-__all__ = ["relu", "gelu", "silu", "tanh", "sigmoid", "logsigmoid", "softmax", "log_softmax",
-           "dropout", "linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-           "batch_norm", "layer_norm", "embedding", "pad", "one_hot", "cross_entropy",
-           "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
+__all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu", "tanh",
+           "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d", "linear",
+           "conv2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d",
+           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm", "embedding", "pad",
+           "one_hot", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
+           "huber_loss", "kl_div", "normalize", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
 
 
@@ -74,6 +76,48 @@ def silu(input, inplace: bool = False):  # noqa: A002
     if inplace:
         return apply_inplace(E.mul, input, input, apply(E.sigmoid, input))
     return input * apply(E.sigmoid, input)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > 0``, else ``negative_slope * x`` (the gradient at 0 is the slope, as
+    PyTorch's)."""
+    if inplace:  # times 1 or the slope: the gradient needs only that factor, not the old x
+        factor = (input > 0).to(input.dtype) * (1 - negative_slope) + negative_slope
+        return apply_inplace(E.mul, input, input, factor)
+    return C.where(input > 0, input, input * negative_slope)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > 0``, else ``alpha (exp(x) - 1)``."""
+    if inplace:  # (computed from a copy: the gradient needs the old values)
+        return input.copy_(elu(input.clone(), alpha))
+    negative = apply(E.expm1, C.clamp(input, max=0.0)) * alpha  # (no overflow for large x)
+    return C.where(input > 0, input, negative)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
+    """``log(1 + exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
+    scaled = input * beta
+    smooth = apply(E.log1p, apply(E.exp, C.clamp(scaled, max=threshold))) / beta
+    return C.where(scaled > threshold, input, smooth)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False):
+    """``input`` clipped to ``[min_val, max_val]``; as PyTorch, the gradient is 0 at the bounds
+    too (it flows only strictly inside)."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    if inplace:  # (computed from a copy: the gradient needs the old values)
+        return input.copy_(hardtanh(input.clone(), min_val, max_val))
+    inside = (input > min_val) & (input < max_val)
+    return C.where(inside, input, C.clamp(input, min=min_val, max=max_val).detach())
+
+
+def relu6(input, inplace: bool = False):  # noqa: A002
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def tanh(input):  # noqa: A002
@@ -129,6 +173,31 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     if p == 1.0:
         return apply_inplace(E.mul, input, input, 0) if inplace else input * 0
     keep = apply(E.ge, rand_like(input), p)
+    mask = apply(E.cast, keep, dtype=input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return apply_inplace(E.mul, input, input, mask)
+    return input * mask
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Zero whole channels: each ``(n, c)`` feature map of an ``(N, C, H, W)`` input with
+    probability ``p``, the rest scaled by 1/(1-p) (training only). A 3-D input is taken as
+    ``(N, C, L)`` with PyTorch's warning."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout2d: probability must be between 0 and 1, got {p}")
+    if input.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: expected a 4-D (N, C, H, W) input, got shape "
+                         f"{tuple(input.shape)}")
+    if input.ndim == 3:
+        warnings.warn("dropout2d: received a 3-D input; it is taken as (N, C, L) and whole "
+                      "(n, c) rows are dropped (use dropout1d for that)", stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return apply_inplace(E.mul, input, input, 0) if inplace else input * 0
+    # one draw per (n, c): the mask has the input's shape with 1 in the spatial dims
+    corner = input[(slice(None), slice(None)) + (slice(0, 1),) * (input.ndim - 2)]
+    keep = apply(E.ge, rand_like(corner), p)
     mask = apply(E.cast, keep, dtype=input.dtype) * (1.0 / (1.0 - p))
     if inplace:
         return apply_inplace(E.mul, input, input, mask)
@@ -218,6 +287,40 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
     return _unbatched(out, added)
 
 
+def _single(name: str, what: str, value) -> int:
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: {what} must be an int or a 1-tuple of ints, got {value!r}")
+    return value
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A002
+           groups: int = 1):
+    """1-D convolution (cross-correlation) of an (N, C, L) or (C, L) input with an
+    (out_channels, C/groups, k) weight, as :func:`conv2d` over a height of 1; ``padding`` is an
+    int, 'valid' or 'same'.
+
+    Example::
+
+        >>> x, w = hf.randn(2, 3, 10), hf.randn(4, 3, 5)
+        >>> F.conv1d(x, w, padding=2).shape
+        (2, 4, 10)
+    """
+    if input.ndim not in (2, 3):
+        raise ValueError(f"conv1d: expected a 2-D (C, L) or 3-D (N, C, L) input, got shape "
+                         f"{tuple(input.shape)}")
+    if weight.ndim != 3:
+        raise ValueError(f"conv1d: expected a 3-D weight (out_channels, in_channels/groups, k), "
+                         f"got shape {tuple(weight.shape)}")
+    if not isinstance(padding, str):
+        padding = (0, _single("conv1d", "padding", padding))
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
+                 (1, _single("conv1d", "stride", stride)), padding,
+                 (1, _single("conv1d", "dilation", dilation)), groups)
+    return out.squeeze(-2)
+
+
 # --------------------------------------------------------------------------- pooling
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
                ceil_mode: bool = False, return_indices: bool = False):
@@ -253,6 +356,43 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     out = apply(N.adaptive_avg_pool2d, x, output_size=pair("adaptive_avg_pool2d",
                                                            "output_size", size))
     return _unbatched(out, added)
+
+
+def _pool1d_input(name: str, input):  # noqa: A002
+    if input.ndim not in (2, 3):
+        raise ValueError(f"{name}: expected a 2-D (C, L) or 3-D (N, C, L) input, got shape "
+                         f"{tuple(input.shape)}")
+    return input.unsqueeze(-2)  # (pooled as 2-D over a height of 1)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode: bool = False, return_indices: bool = False):
+    """1-D max pooling over (N, C, L) or (C, L), as :func:`max_pool2d` over a height of 1;
+    with ``return_indices`` also the index along L of each maximum."""
+    k = _single("max_pool1d", "kernel_size", kernel_size)
+    s = k if stride is None else _single("max_pool1d", "stride", stride)
+    out = max_pool2d(_pool1d_input("max_pool1d", input), (1, k), (1, s),
+                     (0, _single("max_pool1d", "padding", padding)),
+                     (1, _single("max_pool1d", "dilation", dilation)), ceil_mode, return_indices)
+    if return_indices:  # (a flat index over a height of 1 is the index along L)
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,  # noqa: A002
+               count_include_pad: bool = True):
+    """1-D average pooling over (N, C, L) or (C, L), as :func:`avg_pool2d` over a height of 1."""
+    k = _single("avg_pool1d", "kernel_size", kernel_size)
+    s = k if stride is None else _single("avg_pool1d", "stride", stride)
+    return avg_pool2d(_pool1d_input("avg_pool1d", input), (1, k), (1, s),
+                      (0, _single("avg_pool1d", "padding", padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    """Average pooling of (N, C, L) or (C, L) to length ``output_size``."""
+    size = _single("adaptive_avg_pool1d", "output_size", output_size)
+    return adaptive_avg_pool2d(_pool1d_input("adaptive_avg_pool1d", input), (1, size)).squeeze(-2)
 
 
 # --------------------------------------------------------------------------- normalization
@@ -357,6 +497,32 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         out = out * weight
     if bias is not None:
         out = out + bias
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """Normalize each of ``num_groups`` groups of channels of an (N, C, ...) input over its
+    channels and positions (biased variance), then the per-channel ``weight`` and ``bias``."""
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected an input with at least 2 dims (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    channels = input.shape[1]
+    if channels % num_groups:
+        raise ValueError(f"group_norm: the {channels} channels of input of shape "
+                         f"{tuple(input.shape)} must be divisible by num_groups={num_groups}")
+    _check_norm_dtypes("group_norm", input, weight=weight, bias=bias)
+    for what, t in (("weight", weight), ("bias", bias)):
+        _check_param("group_norm", what, t, channels, input)
+    grouped = input.unflatten(1, (num_groups, channels // num_groups))
+    dims = tuple(range(2, grouped.ndim))
+    centered = grouped - C.mean(grouped, dims, keepdim=True)
+    var = C.mean(centered * centered, dims, keepdim=True)
+    out = (centered * apply(E.rsqrt, var + eps)).flatten(1, 2)
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * C.reshape(weight, shape)
+    if bias is not None:
+        out = out + C.reshape(bias, shape)
     return out if out.dtype is input.dtype else out.astype(input.dtype)
 
 
@@ -536,6 +702,65 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mea
     reduction = _reduction("l1_loss", reduction, size_average, reduce)
     _broadcast_target("l1_loss", input, target)
     return _weighted("l1_loss", apply(E.abs_, input - target), weight, reduction, input)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                   reduction: str = "mean", beta: float = 1.0):
+    """``0.5 (x - y)^2 / beta`` where ``|x - y| < beta``, else ``|x - y| - 0.5 beta``, reduced
+    (``beta=0``: the L1 loss)."""
+    reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    _broadcast_target("smooth_l1_loss", input, target)
+    diff = apply(E.abs_, input - target)
+    if beta == 0:
+        return _reduce(diff, reduction)
+    return _reduce(C.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta),
+                   reduction)
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0,  # noqa: A002
+               weight=None):
+    """``0.5 (x - y)^2`` where ``|x - y| < delta``, else ``delta (|x - y| - 0.5 delta)``;
+    ``weight`` multiplies it elementwise before the reduction (as PyTorch: 'mean' divides by
+    the element count, not by the weight sum)."""
+    reduction = _reduction("huber_loss", reduction)
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    _broadcast_target("huber_loss", input, target)
+    diff = apply(E.abs_, input - target)
+    loss = C.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002
+           log_target: bool = False):
+    """Pointwise KL divergence ``y (log y - x)`` of log-probabilities ``x`` from the target
+    ``y`` (0 where ``y = 0``; with ``log_target``, ``exp(y) (y - x)``). ``reduction``:
+    'batchmean' (the sum over the batch size: the KL divergence), 'sum', 'none', or 'mean' (the
+    mean over every element, with PyTorch's warning)."""
+    if reduction == "batchmean" and size_average is None and reduce is None:
+        batch = input.shape[0] if input.ndim else 1
+    else:
+        reduction = _reduction("kl_div", reduction, size_average, reduce)
+        if reduction == "mean":
+            warnings.warn("kl_div: reduction='mean' divides the total loss by both the batch "
+                          "size and the support size; 'batchmean' divides only by the batch "
+                          "size, as the KL divergence is defined", stacklevel=2)
+    if log_target:
+        loss = apply(E.exp, target) * (target - input)
+    else:  # (the log of 1 where y = 0: a finite 0 * log term, and its gradient)
+        loss = target * (apply(E.log, C.where(target > 0, target, 1.0)) - input)
+    if reduction == "batchmean":
+        return C.sum(loss) / batch
+    return _reduce(loss, reduction)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    return input / C.clamp(M.norm(input, p, dim, keepdim=True), min=eps)
 
 
 def _same_shape_target(name, input, target):

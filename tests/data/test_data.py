@@ -12,7 +12,9 @@ from hybridfw.data import (
     RandomSampler,
     SequentialSampler,
     Subset,
+    SubsetRandomSampler,
     TensorDataset,
+    WeightedRandomSampler,
     default_collate,
     default_convert,
     random_split,
@@ -169,6 +171,34 @@ def test_custom_sampler_and_batch_sampler():
     rs = RandomSampler(range(4), num_samples=10)
     drawn = list(rs)
     assert len(drawn) == 10 and sorted(drawn[:4]) == [0, 1, 2, 3]
+
+
+def test_subset_random_and_weighted_random_samplers():
+    ds = make_ds()
+    loader = DataLoader(ds, batch_size=2, sampler=SubsetRandomSampler([1, 3, 5, 7, 9]))
+    hf.manual_seed(3)
+    first = [y.tolist() for _, y in loader]
+    assert [len(b) for b in first] == [2, 2, 1] and len(loader) == 3
+    assert sorted(sum(first, [])) == [1, 3, 5, 7, 9]
+    hf.manual_seed(3)  # the seed decides the order
+    assert [y.tolist() for _, y in loader] == first
+
+    hf.manual_seed(0)
+    drawn = list(WeightedRandomSampler(hf.tensor([1.0, 3.0, 0.0, 6.0]), 20000))
+    np.testing.assert_allclose(np.bincount(drawn, minlength=4) / 20000, [0.1, 0.3, 0.0, 0.6],
+                               atol=0.02)
+    once = WeightedRandomSampler([1, 2, 3, 0], 3, replacement=False)
+    assert sorted(once) == [0, 1, 2] and len(once) == 3
+    loader = DataLoader(ds, batch_size=4, sampler=WeightedRandomSampler([0.0] * 9 + [1.0], 6))
+    assert [y.tolist() for _, y in loader] == [[9, 9, 9, 9], [9, 9]]
+    with pytest.raises(ValueError, match="WeightedRandomSampler: num_samples .* 0"):
+        WeightedRandomSampler([1.0, 2.0], 0)
+    with pytest.raises(ValueError, match="cannot draw 3 samples without replacement"):
+        WeightedRandomSampler([1.0, 2.0], 3, replacement=False)
+    with pytest.raises(ValueError, match="1-d sequence, got shape \\(1, 2\\)"):
+        WeightedRandomSampler([[1.0, 2.0]], 1)
+    with pytest.raises(ValueError, match="non-negative"):
+        WeightedRandomSampler([-1.0, 2.0], 1)
 
 
 def test_batch_size_none_yields_converted_samples():

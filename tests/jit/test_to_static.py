@@ -402,6 +402,27 @@ def test_no_grad_blocks_stop_gradients_as_in_eager(backend):
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
 
 
+def test_outputs_no_gradient_reaches_do_not_require_grad():
+    """As eager: a returned value made under no_grad, detached, or only from tensors that need
+    no gradient does not require grad (numpy() works on it), while the loss still does."""
+    def step(x, w):
+        with hf.no_grad():
+            target = x * w
+        loss = ((x * w - target.mean()) ** 2).sum()
+        return loss, target, (x * w).detach(), x * 2
+
+    x = hf.tensor([1.0, 2.0])
+    w = hf.tensor([3.0, 4.0], requires_grad=True)
+    loss, target, detached, doubled = hf.jit.to_static(step)(x, w)
+    assert loss.requires_grad
+    assert not target.requires_grad and not detached.requires_grad
+    assert not doubled.requires_grad
+    np.testing.assert_allclose(target.numpy(), [3.0, 8.0])
+    np.testing.assert_allclose(doubled.numpy(), [2.0, 4.0])
+    loss.backward()  # d/dw sum((x w - 5.5)^2) = 2 x (x w - 5.5), target held constant
+    np.testing.assert_allclose(w.grad.numpy(), [-5.0, 10.0])
+
+
 @pytest.mark.parametrize("backend", ["interpreted", "compiled"])
 def test_an_in_place_update_of_an_argument_reaches_the_callers_tensor(backend):
     """Eager ``x.add_(1)`` / ``x[0] = 5`` change the caller's tensor; so does each call of the

@@ -136,6 +136,12 @@ def _pool_len(n, k, s, p, d, ceil):
     return out
 
 
+def gn_ref(x, groups, eps):
+    g = x.reshape(x.shape[0], groups, -1)
+    out = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)
+    return out.reshape(x.shape)
+
+
 def max_pool_ref(x, k, s, p=(0, 0), d=(1, 1), ceil=False):
     n, c, h, w = x.shape
     oh, ow = _pool_len(h, k[0], s[0], p[0], d[0], ceil), _pool_len(w, k[1], s[1], p[1], d[1], ceil)
@@ -282,6 +288,18 @@ def _tf():
 OPS = [
     # ------------------------------------------------------------------ activations
     Row("relu", F.relu, lambda x: np.maximum(x, 0), [Inp((3, 5))]),
+    Row("leaky_relu", F.leaky_relu, lambda x: np.where(x > 0, x, 0.01 * x), [Inp((3, 5))]),
+    Row("leaky_relu_slope", lambda x: F.leaky_relu(x, 0.2), lambda x: np.where(x > 0, x, 0.2 * x),
+        [Inp((3, 5))], torch_fn=lambda x: _tf().leaky_relu(x, 0.2)),
+    Row("elu", lambda x: F.elu(x, 0.5), lambda x: np.where(x > 0, x, 0.5 * np.expm1(x)),
+        [Inp((3, 5))], torch_fn=lambda x: _tf().elu(x, 0.5)),
+    Row("softplus", lambda x: F.softplus(x, beta=2.0, threshold=1.0),
+        lambda x: np.where(2 * x > 1, x, np.log1p(np.exp(2 * x)) / 2), [Inp((3, 5))],
+        torch_fn=lambda x: _tf().softplus(x, beta=2.0, threshold=1.0)),
+    Row("hardtanh", lambda x: F.hardtanh(x, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7),
+        [Inp((3, 5))], torch_fn=lambda x: _tf().hardtanh(x, -0.5, 0.7)),
+    Row("relu6", lambda x: F.relu6(x * 5), lambda x: np.clip(x * 5, 0, 6), [Inp((3, 5))],
+        torch_fn=lambda x: _tf().relu6(x * 5)),
     Row("gelu", F.gelu, lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))), [Inp((3, 5))],
         order=2, torch_fn=lambda x: _tf().gelu(x)),
     Row("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"),
@@ -310,6 +328,17 @@ OPS = [
     Row("conv2d_pad1", lambda x, w, b: F.conv2d(x, w, b, padding=1),
         lambda x, w, b: conv_ref(x, w, b, padding=1), [X4, Inp((4, 3, 3, 3)), Inp((4,))],
         order=2, torch_fn=lambda x, w, b: _tf().conv2d(x, w, b, padding=1)),
+    Row("conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2, groups=2),
+        lambda x, w, b: conv_ref(x[:, :, None], w[:, :, None], b, stride=(1, 2),
+                                 padding=(0, 2), dilation=(1, 2), groups=2)[:, :, 0],
+        [Inp((2, 4, 9)), Inp((6, 2, 3)), Inp((6,))], order=2,
+        torch_fn=lambda x, w, b: _tf().conv1d(x, w, b, stride=2, padding=2, dilation=2,
+                                              groups=2)),
+    Row("conv1d_same_unbatched", lambda x, w: F.conv1d(x, w, padding="same", dilation=3),
+        lambda x, w: conv_ref(x[None, :, None], w[:, :, None], padding=((0, 0), (4, 5)),
+                              dilation=(1, 3))[0, :, 0],  # 'same': 9 pads, 4 left, 5 right
+        [Inp((3, 8)), Inp((4, 3, 4))],
+        torch_fn=lambda x, w: _tf().conv1d(x, w, padding="same", dilation=3)),
     Row("conv2d_stride_dilation", lambda x, w: F.conv2d(x, w, stride=2, padding=(1, 2),
                                                         dilation=(2, 1)),
         lambda x, w: conv_ref(x, w, stride=2, padding=(1, 2), dilation=(2, 1)),
@@ -341,6 +370,17 @@ OPS = [
         lambda x: max_pool_ref(x, (2, 3), (2, 2), (1, 0), (2, 1), ceil=True),
         [Inp((2, 2, 7, 8), "distinct")],
         torch_fn=lambda x: _tf().max_pool2d(x, (2, 3), (2, 2), (1, 0), (2, 1), ceil_mode=True)),
+    Row("max_pool1d", lambda x: F.max_pool1d(x, 3, 2, 1, 2, ceil_mode=True),
+        lambda x: max_pool_ref(x[:, :, None], (1, 3), (1, 2), (0, 1), (1, 2), ceil=True)[:, :, 0],
+        [Inp((2, 3, 12), "distinct")],
+        torch_fn=lambda x: _tf().max_pool1d(x, 3, 2, 1, 2, ceil_mode=True)),
+    Row("avg_pool1d_exclude_pad", lambda x: F.avg_pool1d(x, 3, 2, 1, True, False),
+        lambda x: avg_pool_ref(x[:, :, None], (1, 3), (1, 2), (0, 1), ceil=True,
+                               count_include_pad=False)[:, :, 0], [Inp((2, 3, 10))],
+        torch_fn=lambda x: _tf().avg_pool1d(x, 3, 2, 1, True, False)),
+    Row("adaptive_avg_pool1d_unbatched", lambda x: F.adaptive_avg_pool1d(x, 4),
+        lambda x: adaptive_ref(x[None, :, None], (1, 4))[0, :, 0], [Inp((3, 10))],
+        torch_fn=lambda x: _tf().adaptive_avg_pool1d(x, 4)),
     Row("avg_pool2d", lambda x: F.avg_pool2d(x, 2) ** 2,
         lambda x: avg_pool_ref(x, (2, 2), (2, 2)) ** 2, [Inp((2, 3, 6, 5))], order=2),
     Row("avg_pool2d_pad_ceil", lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
@@ -370,6 +410,10 @@ OPS = [
         lambda x, w, b, rm, rv: bn_ref(x, rm, rv, w, b),
         [Inp((4, 3, 5)), Inp((3,)), Inp((3,)), Fixed([0.1, -0.2, 0.3]),
          Fixed([0.5, 1.5, 2.0])]),
+    Row("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b, eps=1e-3),
+        lambda x, w, b: gn_ref(x, 2, 1e-3) * w[None, :, None] + b[None, :, None],
+        [Inp((3, 4, 5)), Inp((4,)), Inp((4,))], order=2,
+        torch_fn=lambda x, w, b: _tf().group_norm(x, 2, w, b, eps=1e-3)),
     Row("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b),
         lambda x, w, b: ln_ref(x, 1, w, b), [Inp((2, 3, 4)), Inp((4,)), Inp((4,))], order=2),
     Row("layer_norm_2d_noaffine", lambda x: F.layer_norm(x, [3, 4]), lambda x: ln_ref(x, 2),
@@ -470,6 +514,24 @@ OPS = [
     Row("l1_loss_weighted_mean", lambda x, y, w: F.l1_loss(x, y, weight=w),
         lambda x, y, w: np.sum(w * np.abs(x - y)) / np.sum(w),
         [Inp((3, 4)), Inp((3, 4)), Fixed(np.arange(1.0, 13.0).reshape(3, 4))]),
+    Row("smooth_l1_loss", lambda x, y: F.smooth_l1_loss(x, y, reduction="none", beta=0.5),
+        lambda x, y: np.where(np.abs(x - y) < 0.5, (x - y) ** 2, np.abs(x - y) - 0.25),
+        [Inp((3, 4)), Inp((3, 4))],
+        torch_fn=lambda x, y: _tf().smooth_l1_loss(x, y, reduction="none", beta=0.5)),
+    Row("huber_loss_weighted", lambda x, y, w: F.huber_loss(x, y, delta=0.7, weight=w),
+        lambda x, y, w: np.mean(w * np.where(np.abs(x - y) < 0.7, 0.5 * (x - y) ** 2,
+                                             0.7 * (np.abs(x - y) - 0.35))),
+        [Inp((3, 4)), Inp((3, 4)), Fixed(np.arange(1.0, 13.0).reshape(3, 4))],
+        torch_fn=lambda x, y, w: _tf().huber_loss(x, y, delta=0.7, weight=w)),
+    Row("kl_div_batchmean", lambda x, t: F.kl_div(x, t, reduction="batchmean"),
+        lambda x, t: np.sum(t * (np.log(t) - x)) / 3, [Inp((3, 4)), Inp((3, 4), "prob")],
+        torch_fn=lambda x, t: _tf().kl_div(x, t, reduction="batchmean")),
+    Row("kl_div_log_target", lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True),
+        lambda x, t: np.sum(np.exp(t) * (t - x)), [Inp((3, 4)), Inp((3, 4))], order=2,
+        torch_fn=lambda x, t: _tf().kl_div(x, t, reduction="sum", log_target=True)),
+    Row("normalize", lambda x: F.normalize(x, dim=-1),
+        lambda x: x / np.sqrt(np.sum(x * x, -1, keepdims=True)), [Inp((3, 4))], order=2,
+        torch_fn=lambda x: _tf().normalize(x, dim=-1)),
     Row("binary_cross_entropy", F.binary_cross_entropy, bce_ref,
         [Inp((3, 4), "prob"), Inp((3, 4), "prob")], order=2,
         torch_fn=lambda x, y: _tf().binary_cross_entropy(x, y)),
@@ -957,7 +1019,10 @@ def test_loss_errors():
     _raises(IndexError, lambda: F.nll_loss(x, hf.tensor([0, -2, 1, 1])), "out of bounds")
     _raises(TypeError, lambda: F.nll_loss(x, hf.tensor([0.0, 1.0, 1.0, 1.0])), "nll_loss",
             "integer")
-    for fn in (F.mse_loss, F.l1_loss, F.binary_cross_entropy_with_logits):
+    _raises(ValueError, lambda: F.smooth_l1_loss(x, x, beta=-1.0), "smooth_l1_loss", "-1.0")
+    _raises(ValueError, lambda: F.huber_loss(x, x, delta=0.0), "huber_loss", "0.0")
+    for fn in (F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss, F.kl_div,
+               F.binary_cross_entropy_with_logits):
         _raises(ValueError, lambda fn=fn: fn(x, x, reduction="mean_sum"), fn.__name__,
                 "reduction")
     _raises(ValueError, lambda: F.binary_cross_entropy(hf.rand(4, 3), hf.rand(4, 1)),

@@ -71,6 +71,27 @@ def test_activations_against_numpy():
                                rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(npy(nn.LogSoftmax(dim=1)(t)), np.log(e / e.sum(1, keepdims=True)),
                                rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(npy(nn.LeakyReLU(0.2)(t)), np.where(x > 0, x, 0.2 * x), rtol=1e-6)
+    np.testing.assert_allclose(npy(nn.ELU(0.5)(t)), np.where(x > 0, x, 0.5 * np.expm1(x)),
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(npy(nn.Softplus(beta=2.0, threshold=3.0)(t)),
+                               np.where(2 * x > 3, x, np.log1p(np.exp(2 * x)) / 2), rtol=1e-6)
+    np.testing.assert_allclose(npy(nn.Hardtanh(-2.0, 1.5)(t)), np.clip(x, -2.0, 1.5))
+    np.testing.assert_allclose(npy(nn.ReLU6()(t * 2)), np.clip(x * 2, 0, 6))
+    bounds = hf.tensor([0.0, 3.0, 6.0, 7.0], requires_grad=True)
+    nn.ReLU6(inplace=True)(bounds * 1.0).sum().backward()  # no gradient at the bounds either
+    np.testing.assert_allclose(npy(bounds.grad), [0.0, 1.0, 0.0, 0.0])
+    huge = hf.tensor([-1000.0, 1000.0], requires_grad=True)  # no overflow in either branch
+    (nn.ELU()(huge).sum() + nn.Softplus()(huge).sum()).backward()
+    np.testing.assert_allclose(npy(huge.grad), [0.0, 2.0])
+    with pytest.raises(ValueError, match=r"Hardtanh: min_val \(2\) cannot be greater"):
+        nn.Hardtanh(2, 1)
+    leaf = hf.tensor([-2.0, 0.0, 3.0], requires_grad=True)
+    y = leaf * 1.0
+    out = nn.LeakyReLU(0.1, inplace=True)(y)  # in place on a non-leaf, as PyTorch
+    assert out is y and np.allclose(npy(y), [-0.2, 0.0, 3.0])
+    out.sum().backward()
+    np.testing.assert_allclose(npy(leaf.grad), [0.1, 0.1, 1.0])  # the slope at 0, as PyTorch
     with pytest.raises(ValueError):
         nn.GELU("fast")
 
@@ -90,6 +111,30 @@ def test_dropout_train_and_eval():
     assert np.array_equal(npy(nn.Dropout(0.0)(x)), npy(x))
     with pytest.raises(ValueError, match="between 0 and 1"):
         nn.Dropout(1.5)
+
+
+def test_dropout2d_zeroes_whole_channels():
+    drop = nn.Dropout2d(0.3)
+    leaf = hf.ones(64, 32, 3, 3, requires_grad=True)
+    hf.manual_seed(0)
+    y = drop(leaf)
+    y.sum().backward()
+    maps = npy(y).reshape(64, 32, 9)
+    assert np.all(maps == maps[:, :, :1])  # one draw per (n, c) feature map
+    assert 0.25 < (maps[:, :, 0] == 0).mean() < 0.35
+    np.testing.assert_allclose(maps[maps != 0], 1 / 0.7, rtol=1e-6)
+    np.testing.assert_allclose(npy(leaf.grad), npy(y))
+    converted = hf.jit.to_static(nn.Dropout2d(0.5), input_spec=[hf.jit.InputSpec([None, 8, 2, 2])])
+    first, second = npy(converted(hf.ones(6, 8, 2, 2))), npy(converted(hf.ones(6, 8, 2, 2)))
+    assert not np.array_equal(first, second)  # a new mask on each call
+    assert np.all(first.reshape(6, 8, 4) == first.reshape(6, 8, 4)[:, :, :1])
+    assert np.array_equal(npy(nn.Dropout2d(0.5).eval()(leaf)), npy(leaf))
+    with pytest.warns(UserWarning, match=r"dropout2d: received a 3-D input"):
+        assert nn.functional.dropout2d(hf.ones(2, 3, 4)).shape == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"dropout2d: expected a 4-D .*\(2, 3\)"):
+        nn.functional.dropout2d(hf.ones(2, 3))
+    with pytest.raises(ValueError, match="Dropout2d: probability"):
+        nn.Dropout2d(1.5)
 
 
 # ---- convolution and pooling ------------------------------------------------------------------
@@ -119,6 +164,43 @@ def test_conv2d_against_numpy(kwargs):
     np.testing.assert_allclose(npy(conv(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
     unbatched = conv(hf.tensor(x[0]))
     np.testing.assert_allclose(npy(unbatched), ref[0], rtol=1e-4, atol=1e-5)
+
+
+def test_conv1d_module():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 11)).astype(np.float32)
+    for kwargs in [dict(kernel_size=3), dict(kernel_size=4, padding="same", dilation=2),
+                   dict(kernel_size=3, stride=2, padding=2, padding_mode="reflect"),
+                   dict(kernel_size=3, padding=1, padding_mode="circular", bias=False),
+                   dict(kernel_size=3, groups=3, padding="valid")]:
+        ours, theirs = nn.Conv1d(3, 6, **kwargs), torch.nn.Conv1d(3, 6, **kwargs)
+        assert ours.weight.shape == tuple(theirs.weight.shape)
+        ours.load_state_dict({k: hf.tensor(v.detach().numpy()) for k, v in
+                              theirs.state_dict().items()})
+        for fn in (ours, hf.jit.to_static(ours)):
+            np.testing.assert_allclose(npy(fn(hf.tensor(x))),
+                                       theirs(torch.tensor(x)).detach().numpy(),
+                                       rtol=1e-5, atol=1e-5)
+    assert nn.Conv1d(3, 4, 3, padding=1)(hf.ones(3, 8)).shape == (4, 8)  # unbatched
+    with pytest.raises(ValueError, match=r"Conv1d: expected input with 3 channels.*\(2, 5, 7\)"):
+        nn.Conv1d(3, 4, 3)(hf.ones(2, 5, 7))
+    with pytest.raises(ValueError, match="Conv1d: padding='same' is not supported for strided"):
+        nn.Conv1d(3, 4, 3, stride=2, padding="same")
+
+
+def test_pool1d_modules():
+    x = hf.tensor([[[1.0, 5.0, 2.0, 3.0, 9.0, 0.0]]])
+    out, idx = nn.MaxPool1d(2, return_indices=True)(x)
+    assert out.tolist() == [[[5.0, 3.0, 9.0]]] and idx.tolist() == [[[1, 3, 4]]]
+    np.testing.assert_allclose(npy(nn.AvgPool1d(3)(x)), [[[8 / 3, 4.0]]], rtol=1e-6)
+    np.testing.assert_allclose(npy(nn.AdaptiveAvgPool1d(2)(x[0])), [[8 / 3, 4.0]],  # (C, L)
+                               rtol=1e-6)
+    converted = hf.jit.to_static(nn.Sequential(nn.Conv1d(1, 2, 3, padding=1), nn.MaxPool1d(2),
+                                               nn.AdaptiveAvgPool1d(1)))
+    assert converted(x).shape == (1, 2, 1)
+    with pytest.raises(ValueError, match=r"max_pool1d: expected a 2-D .*\(1, 1, 1, 6\)"):
+        nn.MaxPool1d(2)(x[None])
 
 
 def test_conv2d_same_padding_modes_and_errors():
@@ -215,6 +297,24 @@ def test_batch_norm_train_eval_and_running_stats(cls, shape):
     assert bn.num_batches_tracked.item() == 3
 
 
+def test_group_norm_module():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 6, 4, 5)).astype(np.float32)
+    groups = x.reshape(3, 2, -1)
+    ref = ((groups - groups.mean(-1, keepdims=True)) /
+           np.sqrt(groups.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    gn = nn.GroupNorm(2, 6)
+    assert [n for n, _ in gn.named_parameters()] == ["weight", "bias"]
+    np.testing.assert_allclose(npy(gn(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
+    converted = hf.jit.to_static(nn.GroupNorm(2, 6, affine=False),
+                                 input_spec=[hf.jit.InputSpec([None, 6, None, None])])
+    np.testing.assert_allclose(npy(converted(hf.tensor(x))), ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"GroupNorm: num_channels \(4\) must be divisible"):
+        nn.GroupNorm(3, 4)
+    with pytest.raises(ValueError, match=r"GroupNorm: expected an \(N, 6, \.\.\.\) input"):
+        gn(hf.ones(2, 4, 3))
+
+
 def test_batch_norm_cumulative_average_and_variants():
     rng = np.random.default_rng(5)
     bn = nn.BatchNorm1d(2, momentum=None).double()
@@ -225,6 +325,16 @@ def test_batch_norm_cumulative_average_and_variants():
                                rtol=1e-10)
     np.testing.assert_allclose(npy(bn.running_var), np.mean([x.var(0, ddof=1) for x in xs], 0),
                                rtol=1e-10)
+
+    static_bn = nn.BatchNorm1d(2, momentum=None)
+    converted = hf.jit.to_static(static_bn)  # the count is read on each call, not traced once
+    for x in xs:
+        converted(hf.tensor(x.astype(np.float32)))
+    assert static_bn.num_batches_tracked.item() == 3
+    np.testing.assert_allclose(npy(static_bn.running_mean),
+                               np.mean([x.mean(0) for x in xs], 0), rtol=1e-5)
+    np.testing.assert_allclose(npy(static_bn.running_var),
+                               np.mean([x.var(0, ddof=1) for x in xs], 0), rtol=1e-5)
 
     free = nn.BatchNorm2d(2, affine=False, track_running_stats=False)
     assert list(free.state_dict()) == [] and free.running_mean is None and free.weight is None
@@ -337,6 +447,16 @@ def test_loss_modules_against_numpy():
     bcel = -(b * np.log(s) + (1 - b) * np.log(1 - s)).mean()
     assert nn.BCEWithLogitsLoss()(hf.tensor(logits[:3, :2]), hf.tensor(b)).item() == \
         pytest.approx(bcel, rel=1e-5)
+    d = np.abs(a - b)
+    assert nn.SmoothL1Loss(beta=0.1)(hf.tensor(a), hf.tensor(b)).item() == pytest.approx(
+        np.where(d < 0.1, 5 * d * d, d - 0.05).mean(), rel=1e-5)
+    assert nn.HuberLoss(reduction="sum", delta=0.1)(hf.tensor(a), hf.tensor(b)).item() == \
+        pytest.approx(np.where(d < 0.1, 0.5 * d * d, 0.1 * (d - 0.05)).sum(), rel=1e-5)
+    p = np.exp(logp)
+    kl = nn.KLDivLoss(reduction="batchmean")(hf.tensor(logits), hf.tensor(p))
+    assert kl.item() == pytest.approx((p * (logp - logits)).sum() / 5, rel=1e-5)
+    kl = nn.KLDivLoss(reduction="none", log_target=True)(hf.tensor(logits), hf.tensor(logp))
+    np.testing.assert_allclose(npy(kl), p * (logp - logits), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="reduction"):
         nn.MSELoss(reduction="avg")
 

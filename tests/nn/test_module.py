@@ -411,6 +411,40 @@ def test_module_list_and_dict():
     assert list(heads) == ["a", "b", "d"]
 
 
+def test_parameter_list_and_dict():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ws = nn.ParameterList([nn.Parameter(hf.ones(2, 2)), hf.full((2, 2), 2.0)])
+            self.ws.append(hf.ones(2))
+            self.pd = nn.ParameterDict({"scale": hf.full((2,), 3.0)})
+            self.pd["shift"] = nn.Parameter(hf.zeros(2))
+
+        def forward(self, x):
+            for w in self.ws[:2]:
+                x = x @ w
+            return (x * self.ws[-1] * self.pd["scale"] + self.pd["shift"]).sum()
+
+    model = Scaled()
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in model.parameters())
+    assert [n for n, _ in model.named_parameters()] == ["ws.0", "ws.1", "ws.2", "pd.scale",
+                                                        "pd.shift"]
+    assert list(model.state_dict()) == ["ws.0", "ws.1", "ws.2", "pd.scale", "pd.shift"]
+    assert len(model.ws) == 3 and isinstance(model.ws[1:], nn.ParameterList)
+    assert list(model.pd) == ["scale", "shift"] and "scale" in model.pd
+    x = hf.ones(1, 2)
+    for fn in (model, hf.jit.to_static(Scaled())):  # each call: sum of 3 * x W0 W1 = 48
+        out = fn(x)
+        assert out.item() == 48.0
+        out.backward()
+    np.testing.assert_allclose(model.ws[0].grad.numpy(), np.full((2, 2), 12.0))
+    np.testing.assert_allclose(model.pd["scale"].grad.numpy(), [8.0, 8.0])
+    with pytest.raises(TypeError, match="ParameterList: expected a Parameter or a Tensor"):
+        model.ws.append(3.0)
+    with pytest.raises(TypeError, match="ParameterList.extend"):
+        model.ws.extend(hf.ones(2))
+
+
 def test_sequential_pop_add_and_repeat_like_torch():
     a, relu, tanh = nn.Linear(2, 2), nn.ReLU(), nn.Tanh()
     seq = nn.Sequential(a, relu, tanh)

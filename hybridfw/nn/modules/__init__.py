@@ -1,22 +1,27 @@
 """The layers of ``hf.nn``, one kind per file."""
-from .activation import GELU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU,
+                         Softmax, Softplus, Tanh)
 from .attention import MultiheadAttention
-from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
-from .dropout import Dropout
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d
+from .dropout import Dropout, Dropout2d
 from .linear import Flatten, Identity, Linear, Unflatten
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                   MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+                      MaxPool2d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 
-__all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv2d", "MaxPool2d",
-           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
-           "Embedding", "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax",
-           "LogSoftmax", "Sequential", "ModuleList", "ModuleDict", "RNN", "LSTM", "GRU",
-           "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss",
-           "BCEWithLogitsLoss"]
+__all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d", "MaxPool1d",
+           "MaxPool2d", "AvgPool1d", "AdaptiveAvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
+           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "Embedding", "Dropout",
+           "Dropout2d", "ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU",
+           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict",
+           "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]

@@ -1,13 +1,15 @@
-"""Containers: Sequential, ModuleList, ModuleDict."""
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
 from __future__ import annotations
 
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
+from ...dygraph.tensor import Tensor
+from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _renumber(container, modules) -> None:
@@ -256,3 +258,125 @@ class ModuleDict(Module):
                 raise ValueError(f"ModuleDict.update: element #{i} should be a (name, module) "
                                  f"pair, got length {len(pair)}")
             self[pair[0]] = pair[1]
+
+
+def _as_parameter(owner: str, value) -> Parameter:
+    """As PyTorch's parameter containers: a Parameter as it is, a plain tensor wrapped in one
+    (sharing its storage)."""
+    if isinstance(value, Parameter):
+        return value
+    if isinstance(value, Tensor):
+        return Parameter(value)
+    raise TypeError(f"{owner}: expected a Parameter or a Tensor, got {type(value).__name__}")
+
+
+class ParameterList(Module):
+    """A list of parameters, registered (as ``'0'``, ``'1'``, ...) so they are the container's;
+    a plain tensor put in becomes a Parameter.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> scales = hf.nn.ParameterList([hf.nn.Parameter(hf.ones(2)) for _ in range(3)])
+        >>> len(list(scales.parameters())), scales[1].shape
+        (3, (2,))
+    """
+
+    def __init__(self, values: Iterable | None = None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(list(self._parameters.values())[idx])
+        return self._parameters[str(_index("ParameterList", idx, len(self)))]
+
+    def __setitem__(self, idx, value) -> None:
+        name = str(_index("ParameterList", idx, len(self)))
+        self.register_parameter(name, _as_parameter("ParameterList", value))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(self._parameters.values())
+
+    def __iadd__(self, values: Iterable) -> ParameterList:
+        return self.extend(values)
+
+    def append(self, value) -> ParameterList:
+        self.register_parameter(str(len(self)), _as_parameter("ParameterList", value))
+        return self
+
+    def extend(self, values: Iterable) -> ParameterList:
+        if isinstance(values, Tensor) or not hasattr(values, "__iter__"):
+            raise TypeError(f"ParameterList.extend should be called with an iterable of "
+                            f"parameters, got {type(values).__name__}")
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({k}): Parameter of shape {tuple(p.shape)}"
+                         for k, p in self._parameters.items())
+
+
+class ParameterDict(Module):
+    """An ordered dict of named parameters, registered so they are the container's; a plain
+    tensor put in becomes a Parameter.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> table = hf.nn.ParameterDict({"scale": hf.ones(3), "shift": hf.zeros(3)})
+        >>> [name for name, _ in table.named_parameters()]
+        ['scale', 'shift']
+    """
+
+    def __init__(self, parameters: Mapping | Iterable | None = None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Parameter:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value) -> None:
+        self.register_parameter(key, _as_parameter("ParameterDict", value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._parameters[key]
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parameters)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def items(self):
+        return self._parameters.items()
+
+    def values(self):
+        return self._parameters.values()
+
+    def pop(self, key: str) -> Parameter:
+        return self._parameters.pop(key)
+
+    def update(self, parameters) -> None:
+        pairs = parameters.items() if isinstance(parameters, Mapping) else parameters
+        for i, pair in enumerate(pairs):
+            if len(pair) != 2:
+                raise ValueError(f"ParameterDict.update: element #{i} should be a (name, "
+                                 f"parameter) pair, got length {len(pair)}")
+            self[pair[0]] = pair[1]
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({k}): Parameter of shape {tuple(p.shape)}"
+                         for k, p in self._parameters.items())

@@ -1,4 +1,4 @@
-"""Convolution layers: Conv2d."""
+"""Convolution layers: Conv1d, Conv2d."""
 from __future__ import annotations
 
 
@@ -8,7 +8,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv2d"]
+__all__ = ["Conv1d", "Conv2d"]
 
 
 def _pair(value, name: str) -> tuple:
@@ -110,6 +110,95 @@ class Conv2d(Module):
         if self.padding not in ((0, 0), "valid"):
             s += f", padding={self.padding}"
         if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv1d(Module):
+    """1-D convolution over ``(N, C_in, L)`` (or unbatched ``(C_in, L)``) input.
+
+    Arguments, parameter shapes (``weight``: ``(out_channels, in_channels // groups, k)``) and
+    initialisation follow PyTorch. ``padding`` may be an int, ``'valid'`` or ``'same'``;
+    ``padding_mode`` is ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> conv = hf.nn.Conv1d(3, 8, kernel_size=5, padding=2)
+        >>> conv(hf.randn(2, 3, 16)).shape
+        (2, 8, 16)
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError(f"Conv1d: groups must be a positive integer, got {groups}")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv1d: in_channels ({in_channels}) and out_channels "
+                             f"({out_channels}) must both be divisible by groups ({groups})")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"Conv1d: padding_mode must be 'zeros', 'reflect', 'replicate' or "
+                             f"'circular', got {padding_mode!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = (F._single("Conv1d", "kernel_size", kernel_size),)
+        self.stride = (F._single("Conv1d", "stride", stride),)
+        self.dilation = (F._single("Conv1d", "dilation", dilation),)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Conv1d: padding string must be 'valid' or 'same', got "
+                                 f"{padding!r}")
+            if padding == "same" and self.stride != (1,):
+                raise ValueError("Conv1d: padding='same' is not supported for strided "
+                                 "convolutions")
+            self.padding = padding
+            total = self.dilation[0] * (self.kernel_size[0] - 1) if padding == "same" else 0
+            self._pads = (total // 2, total - total // 2)
+        else:
+            self.padding = (F._single("Conv1d", "padding", padding),)
+            self._pads = (self.padding[0], self.padding[0])
+        self.weight = Parameter(empty(out_channels, in_channels // groups, self.kernel_size[0],
+                                      dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.fan_in_uniform_(self.weight, self.bias)
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in (2, 3):
+            raise ValueError(f"Conv1d: expected 2-D (C, L) or 3-D (N, C, L) input, got input "
+                             f"of shape {tuple(input.shape)}")
+        c = input.shape[-2]
+        if c != self.in_channels and c != -1:
+            raise ValueError(f"Conv1d: expected input with {self.in_channels} channels (dim "
+                             f"-2), got input of shape {tuple(input.shape)}")
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            input = F.pad(input, self._pads, mode=self.padding_mode)  # noqa: A001
+            padding = 0
+        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding not in ((0,), "valid"):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"

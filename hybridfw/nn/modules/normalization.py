@@ -12,7 +12,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm"]
 
 
 class _BatchNorm(Module):
@@ -79,7 +79,9 @@ class _BatchNorm(Module):
                 and not is_recomputing():
             self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked)
+                # A tensor, not float(): a static program reads the count when it runs, each
+                # call (float() would freeze the count seen while tracing).
+                momentum = 1.0 / self.num_batches_tracked.to(self.running_mean.dtype)
         # Batch statistics in training, or whenever there are no running statistics to use.
         use_batch_stats = self.training or (self.running_mean is None
                                             and self.running_var is None)
@@ -169,3 +171,48 @@ class LayerNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalizes each of ``num_groups`` groups of channels over its channels and positions,
+    then applies the per-channel affine ``weight`` (ones) and ``bias`` (zeros).
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> gn = hf.nn.GroupNorm(2, 4)
+        >>> gn(hf.randn(3, 4, 5, 5)).shape
+        (3, 4, 5, 5)
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
+                             f"num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(empty(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim < 2 or input.shape[1] not in (self.num_channels, -1):
+            raise ValueError(f"GroupNorm: expected an (N, {self.num_channels}, ...) input, got "
+                             f"input of shape {tuple(input.shape)}")
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

@@ -1,10 +1,11 @@
-"""2-D pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d."""
+"""Pooling layers: MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d."""
 from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d"]
 
 
 def _check_input(layer: str, input) -> None:  # noqa: A002
@@ -78,3 +79,38 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(MaxPool2d):
+    """Max over ``kernel_size`` windows of ``(N, C, L)`` or ``(C, L)`` input (``stride``
+    defaults to ``kernel_size``).
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.nn.MaxPool1d(2)(hf.randn(1, 3, 8)).shape
+        (1, 3, 4)
+    """
+
+    def forward(self, input):  # noqa: A002
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool1d(AvgPool2d):
+    """Mean over ``kernel_size`` windows of ``(N, C, L)`` or ``(C, L)`` input."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+    def forward(self, input):  # noqa: A002
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Average pooling of ``(N, C, L)`` or ``(C, L)`` input to length ``output_size``."""
+
+    def forward(self, input):  # noqa: A002
+        return F.adaptive_avg_pool1d(input, self.output_size)
