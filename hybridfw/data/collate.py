@@ -66,7 +66,7 @@ def default_collate(batch: list):
     if isinstance(elem, int):  # bools included: a batch of bools is a bool tensor
         return tensor(batch)
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as given: a list of samples, the tuple a field of tuple samples makes
     if isinstance(elem, Mapping):
         out = {}
         for key in elem:
@@ -84,7 +84,7 @@ def default_collate(batch: list):
         except TypeError:
             return out
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, Sequence):
         for i, sample in enumerate(batch):
             if not isinstance(sample, Sequence) or len(sample) != len(elem):
@@ -92,7 +92,7 @@ def default_collate(batch: list):
                                  f"sample 0 has {len(elem)} elements, sample {i} "
                                  + (f"has {len(sample)}" if isinstance(sample, Sequence)
                                     else f"is a {type(sample).__name__}"))
-        return [default_collate(list(s)) for s in zip(*batch)]
+        return [default_collate(s) for s in zip(*batch)]
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts "
                     f"or lists; found {type(elem).__name__}")
 

@@ -260,7 +260,10 @@ def test_collate_tuples_lists_namedtuples_ordered_dicts():
     out = default_collate([(hf.ones(2), 1, [2.0, "a"]), (hf.zeros(2), 2, [3.0, "b"])])
     assert isinstance(out, list) and out[0].tolist() == [[1, 1], [0, 0]]
     assert out[1].tolist() == [1, 2] and out[2][0].tolist() == [2.0, 3.0]
-    assert out[2][1] == ["a", "b"]
+    assert out[2][1] == ("a", "b")  # a field of strings: the tuple zip makes, as PyTorch
+    pairs = default_collate([("a", 1), ("b", 2)])
+    assert pairs[0] == ("a", "b") and pairs[1].tolist() == [1, 2]
+    assert default_collate(["x", "y"]) == ["x", "y"]
     p = default_collate([Point(1, 2.0), Point(3, 4.0)])
     assert isinstance(p, Point) and p.x.tolist() == [1, 3] and p.y.dtype == hf.float64
     od = default_collate([OrderedDict(b=1, a=2), OrderedDict(b=3, a=4)])
