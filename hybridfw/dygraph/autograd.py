@@ -20,7 +20,7 @@ from ..ops.composite import reduce_grad
 from ..ops.registry import TensorMeta
 
 __all__ = ["Node", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "inference_mode", "run_backward", "accumulate_captured", "GradMode",
+           "inference_mode", "run_backward", "edges_run", "accumulate_captured", "GradMode",
            "OutputGrads", "GatherOutputOp", "set_detect_anomaly", "detect_anomaly",
            "is_anomaly_enabled",
            "GradModeContext", "BackwardPass",
@@ -487,6 +487,20 @@ def _needed_nodes(order, targets):
                 needed.add(nid)
                 break
     return needed
+
+
+def edges_run(node) -> list:
+    """Per edge of ``node``, whether the running backward pass calls the node's gradient rule
+    for it: every edge that leads somewhere, or under ``hf.autograd.grad`` those from which a
+    tensor asked for can be reached (a rule that computes all its gradients at once can
+    compute only these)."""
+    capture = BackwardPass.capture
+    if capture is None:
+        return [e is not None for e in node.edges]
+    targets = {id(t._node) if t._node is not None else id(t) for t in capture}
+    needed = _needed_nodes(_topological_order([e for e in node.edges if e.__class__ is Node]),
+                           targets)
+    return [e is not None and (id(e) in needed or id(e) in targets) for e in node.edges]
 
 
 def run_backward(tensor_cls, roots, root_grads, *, retain_graph, create_graph, capture=None):

@@ -2,17 +2,21 @@
 node of eager autograd.
 
 The node's first input slot holds the run's state (the values the backward program needs,
-fetched from the forward run); the others are the differentiable inputs (input tensors that
+fetched from the forward run, and what a double backward needs to re-run the function eagerly:
+see :mod:`.eager_replay`); the others are the differentiable inputs (input tensors that
 require grad, and the parameters). Its gradient rule runs the backward program once per
 backward pass, for all inputs at once. The engine releases the state after backward unless
 ``retain_graph=True``, exactly as it does for the values an eager op saves.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
-from ..dygraph.autograd import BackwardPass, GradMode, Node
+from ..dygraph.autograd import BackwardPass, GradMode, Node, edges_run
 from ..dygraph.tensor import wrap_array
+from .eager_replay import recomputed_gradients
 
 __all__ = ["RunState", "attach_node"]
 
@@ -27,7 +31,8 @@ class RunState:
     the inputs and outputs shared with the caller, checked before the backward runs.
     """
 
-    __slots__ = ("entry", "grad_key", "grads", "guards", "saved", "storages", "unused")
+    __slots__ = ("entry", "grad_key", "grads", "guards", "node", "pending", "replay", "saved",
+                 "storages", "unused")
 
     def __init__(self, entry, saved, storages=None):
         self.entry = entry
@@ -37,6 +42,9 @@ class RunState:
         self.grads = None
         self.grad_key = None
         self.unused = None  # per differentiable input: True where this run did not use it
+        self.replay = None  # this call's record for a double backward (ReplayTarget.record)
+        self.node = None    # (with a replay) a weak reference to the node
+        self.pending = 0    # (double backward) how many gradients are still to hand out
 
     def check_versions(self) -> None:
         for storage, version, kind, index in self.guards:
@@ -48,9 +56,20 @@ class RunState:
 
 
 def _rule(g, out, state, *metas, input_index):
-    if GradMode.enabled:
-        raise RuntimeError("to_static: double backward (create_graph=True) through a static "
-                           "program is not supported")
+    if GradMode.enabled:  # create_graph=True: gradients with a graph, from an eager re-run
+        if state.grad_key is not g:
+            wanted = edges_run(state.node())[1:]
+            state.grads = recomputed_gradients(state, g, wanted)
+            state.pending = sum(wanted)
+            state.grad_key = g
+        grad = state.grads[input_index - 1]
+        state.grads[input_index - 1] = None  # (the pass holds it now)
+        state.pending -= 1
+        if state.pending <= 0:
+            # all handed out: the gradients' graph may reach this node (through a saved
+            # output), so the state keeps none of it -- no reference cycle
+            state.grads = state.grad_key = None
+        return grad
     if state.grad_key is not g:
         state.check_versions()
         entry = state.entry
@@ -103,6 +122,8 @@ def attach_node(output_array, state: RunState, inputs) -> Tensor:  # noqa: F821
         metas.append((t._data.shape, t.dtype))
         saved.append(None)
     node = Node(RUN_PROGRAM, {}, tuple(edges), tuple(metas), tuple(saved), ())
+    if state.replay is not None:
+        state.node = weakref.ref(node)
     out = wrap_array(output_array)
     out._node = node
     out._rg = True

@@ -44,6 +44,7 @@ from ..static.ir import Variable, format_origin
 from ..static.partition import split_forward_backward
 from ..static.passes import inplace as inplace_pass
 from ..static.passes.analysis import walk_ops
+from .eager_replay import RANDOM_OPS, ReplayTarget
 from .errors import add_user_location, origin_provider
 from .input_spec import InputSpec
 from .run_program import RunState, attach_node
@@ -284,6 +285,7 @@ class ConcreteProgram:
         # per differentiable input: the name of a bool value saying whether this run used it
         # (it is read only inside branches of top-level conds), or None (always used)
         self.use_flags: list = []
+        self.replay_target = None  # a ReplayTarget: how a double backward re-runs it eagerly
 
     @property
     def _flag_fetch(self) -> list:
@@ -405,6 +407,8 @@ class ConcreteProgram:
         plan = self._saved_plan
         if plan is None:
             plan = self._plan_saved(len(arrays))
+        replay = self.replay_target
+        rng = replay.rng_before(tensors) if replay is not None else None
         flags = self._flag_fetch
         results = self._run(self.program, arrays, self.fetch + self._saved_fetch +
                             self._written + flags, same_signature)
@@ -424,6 +428,8 @@ class ConcreteProgram:
             storages.append(Storage(sum([pool[j].nbytes for j in self._saved_own]),
                                     array_device(pool[self._saved_own[0]])))
         state = RunState(self, saved, storages)
+        if replay is not None:
+            state.replay = replay.record(tensors, rng)
         if flags:
             state.unused = [f is not None and next(unused) for f in self.use_flags]
         self._shapes = {k: outs[k].shape for k in self.float_outputs}
@@ -802,6 +808,12 @@ class StaticFunction:
                 updates = self._argument_updates(program, feeds, names, leaves)
                 outputs = _Outputs(program, result)
                 entry = self._finish(program, outputs, names, leaves, grad, updates)
+                if entry.backward_program is not None:
+                    entry.replay_target = ReplayTarget(
+                        self.dygraph_function, self.instance, args, kwargs, key[3],
+                        any(op.type in RANDOM_OPS
+                            for _, op in walk_ops(entry.program.global_block())),
+                        [t for kind, t in entry.diff_inputs if kind == "param"])
         except Exception as exc:
             add_user_location(exc)
             raise
