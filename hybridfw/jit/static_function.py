@@ -35,6 +35,8 @@ from ..converter.transformers.base import is_generated
 from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
 from ..nn.modules.module import Module, _plain, _structure_epoch, structure_fingerprint
+from ..ops.registry import current_interpreter as _current_interpreter
+from ..ops.registry import default_interpreter as _eager_interpreter
 from ..memory.recompute import check_budget, recompute
 from ..static import Executor, Program, data, gradients, optimize, program_guard
 from ..static.builder import require_defined
@@ -638,6 +640,8 @@ class StaticFunction:
         return (tensors, GradMode.enabled, mode)
 
     def __call__(self, *args, **kwargs):
+        if _current_interpreter() is not _eager_interpreter():
+            return self._inline(*args, **kwargs)
         if self._epoch is not None and self._epoch != _structure_epoch[0]:
             self._check_modules()
         if self._global_values is not None:
@@ -748,6 +752,16 @@ class StaticFunction:
         self._fast, self._fast_call = (fast, entry), made[0]
         self._fast_pending = plan is None and entry.backward_program is None and \
             not entry.write_back
+
+    def _inline(self, *args, **kwargs):
+        """Called while a static program is being built (inside another converted function,
+        or under ``hf.static.program_guard``): its converted code runs there, becoming part of
+        that program, as a call of any user function does (a program of its own could not take
+        the outer program's values)."""
+        function = _converted(self.dygraph_function)
+        if self.instance is not None:
+            return function(self.instance, *args, **kwargs)
+        return function(*args, **kwargs)
 
     def _eager(self, *args, **kwargs):
         if self.instance is not None:

@@ -1,6 +1,7 @@
 """hf.jit.to_static end to end: caching per signature, InputSpec dynamic dims, introspection,
 training through the static program (equal to eager, Dropout and BatchNorm included), run-time
 errors at the user's line."""
+import copy
 import dataclasses
 import logging
 
@@ -1802,7 +1803,7 @@ def test_replaced_parameters_submodules_and_attributes_are_seen():
         with hf.no_grad():
             got = model(x)
             want = _Scaled.forward(eager, x)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
 
     check()
     eager.fc.bias = hf.nn.Parameter(hf.tensor([5.0, -7.0]))
@@ -2360,3 +2361,39 @@ def test_squeeze_of_a_dim_known_only_at_run_time_is_refused_not_silently_kept():
     a, b = h(hf.ones(1, 1))
     assert a.shape == (1,)
     assert b.shape == (1,)  # dim=None keeps the run-time dim (documented)
+
+
+def test_a_converted_function_called_inside_another_is_part_of_its_program():
+    """to_static(submodule) inside a to_static training step, and a to_static function under
+    an if on a tensor, run inline in the outer program (they tried to trace a program of their
+    own on the outer program's values: 'value of another program' / 'not defined here');
+    gradients equal eager's. Under hf.static.program_guard too."""
+    hf.manual_seed(0)
+    inner_eager = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    inner = hf.jit.to_static(copy.deepcopy(inner_eager))
+    double = hf.jit.to_static(lambda t: t * 2.0)
+
+    def step(model, scale, x):
+        y = model(x)
+        if y.sum() > 0:
+            y = scale(y)
+        return (y ** 2).mean()
+
+    outer = hf.jit.to_static(step)
+    x = hf.randn(5, 4)
+    for data in (x, -x):
+        got = outer(inner, double, data)
+        want = step(inner_eager, lambda t: t * 2.0, data)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        for m in (inner, inner_eager):
+            m.zero_grad()
+        got.backward()
+        want.backward()
+        for p, q in zip(inner.parameters(), inner_eager.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7)
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        d = hf.static.data("d", [5, 4])
+        out = double(d)
+    (res,) = hf.static.Executor().run(prog, feed={"d": x.numpy()}, fetch_list=[out])
+    np.testing.assert_allclose(np.asarray(res), x.numpy() * 2.0)
