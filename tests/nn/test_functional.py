@@ -129,6 +129,30 @@ def conv_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     return out
 
 
+def conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1,
+                       dilation=1):
+    """Direct transposed convolution: each input pixel scatters its kernel-weighted copy."""
+    s, p, e, d = ((v, v) if isinstance(v, int) else v
+                  for v in (stride, padding, output_padding, dilation))
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    full = np.zeros((n, og * groups, (h - 1) * s[0] + d[0] * (kh - 1) + 1 + e[0],
+                     (wd - 1) * s[1] + d[1] * (kw - 1) + 1 + e[1]))
+    cg = c // groups
+    for ic in range(c):
+        g = ic // cg
+        for i in range(h):
+            for j in range(wd):
+                for u in range(kh):
+                    for v in range(kw):
+                        full[:, g * og:(g + 1) * og, i * s[0] + u * d[0], j * s[1] + v * d[1]] \
+                            += x[:, ic, i, j, None] * w[ic, :, u, v]
+    out = full[:, :, p[0]:full.shape[2] - p[0], p[1]:full.shape[3] - p[1]]
+    if b is not None:
+        out = out + b[None, :, None, None]
+    return out
+
+
 def _pool_len(n, k, s, p, d, ceil):
     out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
     if ceil and (out - 1) * s >= n + p:
@@ -355,6 +379,34 @@ OPS = [
         lambda x, w: conv_ref(x, w, padding=((1, 2), (3, 3)), dilation=(1, 3)),
         [X4, Inp((2, 3, 4, 3))], torch_fn=lambda x, w: _tf().conv2d(x, w, padding="same",
                                                                     dilation=(1, 3))),
+    Row("conv_transpose2d", lambda x, w, b: F.conv_transpose2d(x, w, b),
+        lambda x, w, b: conv_transpose_ref(x, w, b), [X4, Inp((3, 4, 3, 2)), Inp((4,))],
+        order=2, torch_fn=lambda x, w, b: _tf().conv_transpose2d(x, w, b)),
+    Row("conv_transpose2d_stride_output_padding",
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride=(2, 3), padding=(1, 2),
+                                           output_padding=(1, 2)),
+        lambda x, w, b: conv_transpose_ref(x, w, b, (2, 3), (1, 2), (1, 2)),
+        [X4, Inp((3, 2, 3, 4)), Inp((2,))], order=2,
+        torch_fn=lambda x, w, b: _tf().conv_transpose2d(x, w, b, stride=(2, 3), padding=(1, 2),
+                                                        output_padding=(1, 2))),
+    Row("conv_transpose2d_groups_dilation",
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride=3, padding=2, output_padding=2,
+                                           groups=2, dilation=2),
+        lambda x, w, b: conv_transpose_ref(x, w, b, 3, 2, 2, 2, 2),
+        [Inp((2, 4, 3, 4)), Inp((4, 3, 3, 2)), Inp((6,))], order=2,
+        torch_fn=lambda x, w, b: _tf().conv_transpose2d(x, w, b, stride=3, padding=2,
+                                                        output_padding=2, groups=2,
+                                                        dilation=2)),
+    Row("conv_transpose2d_output_padding_past_reach",  # e > padding: zero rows at the end
+        lambda x, w: F.conv_transpose2d(x, w, output_padding=(1, 2), dilation=3),
+        lambda x, w: conv_transpose_ref(x, w, output_padding=(1, 2), dilation=3),
+        [X4, Inp((3, 2, 2, 2))],
+        torch_fn=lambda x, w: _tf().conv_transpose2d(x, w, output_padding=(1, 2), dilation=3)),
+    Row("conv_transpose2d_depthwise_unbatched",
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, groups=3),
+        lambda x, w: conv_transpose_ref(x[None], w, stride=2, padding=1, groups=3)[0],
+        [Inp((3, 4, 5)), Inp((3, 1, 3, 3))], order=2,
+        torch_fn=lambda x, w: _tf().conv_transpose2d(x, w, stride=2, padding=1, groups=3)),
     Row("conv2d_valid_1x1", lambda x, w: F.conv2d(x, w, padding="valid"),
         lambda x, w: conv_ref(x, w), [X4, Inp((5, 3, 1, 1))]),
     Row("conv2d_unbatched", lambda x, w: F.conv2d(x, w, padding=1),
@@ -982,6 +1034,25 @@ def test_conv2d_errors_name_function_and_shapes():
             "conv2d", "same")
     _raises(ValueError, lambda: F.conv2d(x, hf.randn(4, 3, 3, 3), padding=-1), "conv2d",
             "padding")
+
+
+def test_conv_transpose2d_errors_name_function_and_values():
+    x = hf.randn(2, 3, 5, 5)
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(4, 2, 3, 3)), "conv_transpose2d",
+            "3 channels", "(4, 2, 3, 3)")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), groups=2),
+            "conv_transpose2d", "divisible by groups=2")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), stride=2,
+                                                   output_padding=2),
+            "conv_transpose2d", "output_padding (2, 2)", "stride (2, 2)")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), padding=4),
+            "conv_transpose2d", "(2, 3, 5, 5)", "size -1")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), hf.randn(3)),
+            "conv_transpose2d", "bias", "(2,)", "(3,)")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3)), "conv_transpose2d",
+            "4-D weight")
+    _raises(TypeError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3, dtype="float64")),
+            "conv_transpose2d", "float32", "float64")
 
 
 def test_linear_and_norm_errors():
