@@ -37,14 +37,15 @@ from ..ops.factories import rand_like
 from ..ops.infer import broadcast_shapes, normalize_dim
 from ..ops.pooling import pool_attrs
 from ..ops.registry import apply, apply_inplace
+from .interpolation import interpolate
 
 __all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu", "tanh",
            "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d", "linear",
-           "conv2d", "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d",
-           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm", "embedding", "pad",
-           "one_hot", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
-           "huber_loss", "kl_div", "normalize", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "conv2d", "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+           "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate", "batch_norm",
+           "layer_norm", "group_norm", "embedding", "pad", "one_hot", "cross_entropy", "nll_loss",
+           "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 
 # --------------------------------------------------------------------------- activations

@@ -153,6 +153,37 @@ def conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, grou
     return out
 
 
+def interpolate_ref(x, out_hw, mode, align_corners=False, steps=None):
+    """Explicit loop over output pixels; ``steps`` (source step per output step) default to
+    in/out. Nearest: source ``floor(i * step)`` ('nearest-exact': ``(i + 0.5) * step``);
+    bilinear: the 2x2 neighbours of the source point, weighted by distance."""
+    n, c, h, w = x.shape
+    steps = steps or (h / out_hw[0], w / out_hw[1])
+
+    def source(i, n_in, n_out, step):
+        if mode == "nearest":
+            return min(math.floor(i * step), n_in - 1)
+        if mode == "nearest-exact":
+            return min(math.floor((i + 0.5) * step), n_in - 1)
+        if align_corners:
+            return i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        return max((i + 0.5) * step - 0.5, 0.0)
+
+    out = np.zeros((n, c) + tuple(out_hw))
+    for i in range(out_hw[0]):
+        for j in range(out_hw[1]):
+            si, sj = source(i, h, out_hw[0], steps[0]), source(j, w, out_hw[1], steps[1])
+            if mode != "bilinear":
+                out[:, :, i, j] = x[:, :, si, sj]
+                continue
+            i0, j0 = min(int(si), h - 1), min(int(sj), w - 1)
+            i1, j1 = min(i0 + 1, h - 1), min(j0 + 1, w - 1)
+            a, b = si - i0, sj - j0
+            out[:, :, i, j] = ((1 - a) * ((1 - b) * x[:, :, i0, j0] + b * x[:, :, i0, j1])
+                               + a * ((1 - b) * x[:, :, i1, j0] + b * x[:, :, i1, j1]))
+    return out
+
+
 def _pool_len(n, k, s, p, d, ceil):
     out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
     if ceil and (out - 1) * s >= n + p:
@@ -343,6 +374,34 @@ OPS = [
         [Inp((3, 5))], order=2),
     Row("log_softmax_dim1", lambda x: F.log_softmax(x, 1), lambda x: log_softmax_ref(x, 1),
         [Inp((2, 4, 3))], order=2),
+    # ------------------------------------------------------------------ interpolate
+    Row("interpolate_nearest_scale2", lambda x: F.interpolate(x, scale_factor=2),
+        lambda x: np.repeat(np.repeat(x, 2, axis=2), 2, axis=3), [Inp((2, 3, 4, 5))],
+        torch_fn=lambda x: _tf().interpolate(x, scale_factor=2)),
+    Row("interpolate_nearest_size", lambda x: F.interpolate(x, size=(4, 9)),
+        lambda x: interpolate_ref(x, (4, 9), "nearest"), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, size=(4, 9))),
+    Row("interpolate_nearest_exact", lambda x: F.interpolate(x, size=(5, 4), mode="nearest-exact"),
+        lambda x: interpolate_ref(x, (5, 4), "nearest-exact"), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, size=(5, 4), mode="nearest-exact")),
+    Row("interpolate_bilinear", lambda x: F.interpolate(x, size=(9, 4), mode="bilinear"),
+        lambda x: interpolate_ref(x, (9, 4), "bilinear"), [X4], order=2,
+        torch_fn=lambda x: _tf().interpolate(x, size=(9, 4), mode="bilinear")),
+    Row("interpolate_bilinear_align_corners",
+        lambda x: F.interpolate(x, size=(10, 3), mode="bilinear", align_corners=True),
+        lambda x: interpolate_ref(x, (10, 3), "bilinear", align_corners=True), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, size=(10, 3), mode="bilinear",
+                                             align_corners=True)),
+    Row("interpolate_bilinear_scale_factor",  # the source step is 1/scale_factor, not in/out
+        lambda x: F.interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear"),
+        lambda x: interpolate_ref(x, (10, 3), "bilinear", steps=(1 / 1.5, 1 / 0.6)), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear")),
+    Row("interpolate_bilinear_recompute_scale_factor",
+        lambda x: F.interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear",
+                                recompute_scale_factor=True),
+        lambda x: interpolate_ref(x, (10, 3), "bilinear"), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear",
+                                             recompute_scale_factor=True)),
     # ------------------------------------------------------------------ linear
     Row("linear", F.linear, lambda x, w, b: x @ w.T + b, [Inp((4, 3)), Inp((5, 3)), Inp((5,))],
         order=2),
@@ -1053,6 +1112,33 @@ def test_conv_transpose2d_errors_name_function_and_values():
             "4-D weight")
     _raises(TypeError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3, dtype="float64")),
             "conv_transpose2d", "float32", "float64")
+
+
+def test_interpolate_errors_name_function_and_values():
+    x = hf.randn(1, 2, 4, 4)
+    _raises(ValueError, lambda: F.interpolate(x), "interpolate", "exactly one of size")
+    _raises(ValueError, lambda: F.interpolate(x, size=2, scale_factor=2), "interpolate",
+            "exactly one of size")
+    _raises(ValueError, lambda: F.interpolate(x, size=(2, 3, 4)), "interpolate", "(2, 3, 4)")
+    _raises(ValueError, lambda: F.interpolate(x, scale_factor=0.1), "interpolate", "empty",
+            "(0, 0)")
+    _raises(ValueError, lambda: F.interpolate(x, size=3, mode="bicubic"), "interpolate",
+            "'bicubic'")
+    _raises(ValueError, lambda: F.interpolate(x, size=3, align_corners=True), "interpolate",
+            "align_corners", "'nearest'")
+    _raises(ValueError, lambda: F.interpolate(x[0], size=3), "interpolate", "(2, 4, 4)")
+    _raises(TypeError, lambda: F.interpolate(hf.ones(1, 1, 2, 2, dtype="int64"), size=3),
+            "interpolate", "int64")
+
+
+def test_interpolate_output_is_new_and_keeps_dtype():
+    x = hf.randn(1, 2, 3, 3, dtype="float64")
+    same = F.interpolate(x, size=3)
+    same.add_(1.0)  # a new tensor, as PyTorch's, even when no resizing happens
+    np.testing.assert_allclose(to_numpy(same), to_numpy(x) + 1.0)
+    assert dtype_name(F.interpolate(x, scale_factor=2, mode="bilinear")) == F64
+    half = F.interpolate(hf.ones(1, 1, 2, 2, dtype="float16"), size=3, mode="bilinear")
+    assert dtype_name(half) == "float16" and to_numpy(half).tolist() == [[[[1.0] * 3] * 3]]
 
 
 def test_linear_and_norm_errors():

@@ -296,6 +296,57 @@ def test_conv_transpose2d_trains_under_to_static_as_eager():
     assert static.forward.cache_info().misses == 1
 
 
+def test_upsample_modules():
+    x = hf.tensor(np.arange(4.0).reshape(1, 1, 2, 2))
+    assert npy(nn.Upsample(scale_factor=2)(x))[0, 0].tolist() == [[0, 0, 1, 1], [0, 0, 1, 1],
+                                                                   [2, 2, 3, 3], [2, 2, 3, 3]]
+    corners = npy(nn.UpsamplingBilinear2d(size=3)(x))[0, 0]  # align_corners=True
+    np.testing.assert_allclose(corners, [[0, 0.5, 1], [1, 1.5, 2], [2, 2.5, 3]])
+    edges = npy(nn.Upsample(size=(2, 4), mode="bilinear")(x))[0, 0]  # align_corners=False
+    np.testing.assert_allclose(edges, [[0, 0.25, 0.75, 1], [2, 2.25, 2.75, 3]])
+    assert npy(nn.UpsamplingNearest2d(size=(1, 3))(x))[0, 0].tolist() == [[0, 0, 1]]
+    assert repr(nn.Upsample(scale_factor=2)) == "Upsample(scale_factor=2.0, mode='nearest')"
+    assert repr(nn.Upsample(size=(3, 4), mode="bilinear")) == \
+        "Upsample(size=(3, 4), mode='bilinear')"
+
+
+def test_upsample_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(9).standard_normal((2, 3, 5, 4))
+    for kwargs in (dict(scale_factor=2.5), dict(size=(3, 7), mode="bilinear"),
+                   dict(scale_factor=(0.7, 1.3), mode="bilinear", align_corners=True)):
+        hx, tx = hf.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, tout = nn.Upsample(**kwargs)(hx), torch.nn.Upsample(**kwargs)(tx)
+        np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        (out * out).sum().backward()
+        (tout * tout).sum().backward()
+        np.testing.assert_allclose(npy(hx.grad), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_upsample_trains_under_to_static_as_eager():
+    def make():
+        hf.manual_seed(4)
+        return nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1),
+                             nn.Upsample(scale_factor=2, mode="bilinear"),
+                             nn.Conv2d(3, 2, 3, padding=1), nn.Upsample(size=(9, 7)))
+
+    eager, static = make(), hf.jit.to_static(make())
+    opts = [hf.optim.SGD(m.parameters(), lr=0.05) for m in (eager, static)]
+    rng = np.random.default_rng(10)
+    for _ in range(3):
+        x = hf.tensor(rng.standard_normal((3, 2, 8, 6)).astype(np.float32))
+        for model, opt in zip((eager, static), opts):
+            out = model(x)
+            assert out.shape == (3, 2, 9, 7)
+            loss = (out ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for (name, a), (_, b) in zip(eager.state_dict().items(), static.state_dict().items()):
+        np.testing.assert_allclose(npy(b), npy(a), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert static.forward.cache_info().misses == 1
+
+
 def test_pooling_against_numpy():
     x = np.random.default_rng(3).standard_normal((2, 3, 9, 8)).astype(np.float32)
     t = hf.tensor(x)
