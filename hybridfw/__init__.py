@@ -39,7 +39,8 @@ __version__ = "0.1.0"
 
 # Subpackages above the foundation load on first use (``hf.nn``, ``hf.optim``, ...), which keeps
 # ``import hybridfw`` fast and the floors of the architecture free of import cycles.
-_LAZY_MODULES = {"nn", "optim", "data", "static", "jit", "converter", "onnx", "distributed"}
+_LAZY_MODULES = {"nn", "optim", "data", "static", "jit", "converter", "onnx", "distributed",
+                 "backends"}
 _LAZY_NAMES = {"save": "serialization", "load": "serialization",
                # BLAS threads (threadpoolctl when importable, else the environment)
                "set_num_threads": "threads", "get_num_threads": "threads",
