@@ -329,6 +329,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A00
         # rows are set by the padding of the convolution it inverts: ``p - e`` at the bottom
         # reaches the ``e`` extra rows, and rows past the last one any input reaches (e > p,
         # only with dilation > stride) are zeros, padded on afterwards.
+        if n == -1 and s != 1:
+            raise ValueError(f"conv_transpose2d: the input's spatial dim {axis + 2} is known only "
+                             f"when the program runs (input shape {tuple(input.shape)}, an "
+                             f"InputSpec None dim) and the stride is {s}, so the output size "
+                             f"cannot be fixed; give the height and width fixed sizes in the "
+                             f"InputSpec (stride 1 takes any)")
         reached = min(e, p)
         size = -1 if n == -1 else (n - 1) * s - 2 * p + d * (k - 1) + reached + 1
         if n != -1 and size + e - reached <= 0:

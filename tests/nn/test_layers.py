@@ -296,6 +296,19 @@ def test_conv_transpose2d_trains_under_to_static_as_eager():
     assert static.forward.cache_info().misses == 1
 
 
+def test_conv_transpose2d_under_input_spec_none_spatial_dims():
+    up = nn.ConvTranspose2d(3, 2, 3, padding=1, output_padding=0)
+    converted = hf.jit.to_static(up, input_spec=[hf.jit.InputSpec([None, 3, None, None])])
+    for shape in ((2, 3, 5, 7), (1, 3, 4, 4)):  # stride 1: one program serves every size
+        x = hf.randn(*shape)
+        np.testing.assert_allclose(npy(converted(x)), npy(up(x)), rtol=1e-6, atol=1e-6)
+    strided = hf.jit.to_static(nn.ConvTranspose2d(3, 2, 3, stride=2),
+                               input_spec=[hf.jit.InputSpec([None, 3, None, None])])
+    with pytest.raises(ValueError, match=r"conv_transpose2d: the input's spatial dim 2 .*"
+                                         r"stride is 2"):
+        strided(hf.randn(2, 3, 5, 7))
+
+
 def test_upsample_modules():
     x = hf.tensor(np.arange(4.0).reshape(1, 1, 2, 2))
     assert npy(nn.Upsample(scale_factor=2)(x))[0, 0].tolist() == [[0, 0, 1, 1], [0, 0, 1, 1],
