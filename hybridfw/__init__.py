@@ -39,8 +39,11 @@ __version__ = "0.1.0"
 
 # Subpackages above the foundation load on first use (``hf.nn``, ``hf.optim``, ...), which keeps
 # ``import hybridfw`` fast and the floors of the architecture free of import cycles.
-_LAZY_MODULES = {"nn", "optim", "data", "static", "jit", "converter", "onnx", "distributed"}
+_LAZY_MODULES = {"nn", "optim", "data", "static", "jit", "converter", "onnx", "distributed",
+                 "backends"}
 _LAZY_NAMES = {"save": "serialization", "load": "serialization",
+               # BLAS threads (threadpoolctl when importable, else the environment)
+               "set_num_threads": "threads", "get_num_threads": "threads",
                # PyTorch's names: threads a compiled CPU plan uses (hybridfw.static.streams)
                "set_num_interop_threads": "static.streams",
                "get_num_interop_threads": "static.streams"}

@@ -1,10 +1,11 @@
-"""``hf.cuda``: whether a CUDA device is usable (through cupy)."""
+"""``hf.cuda``: whether a CUDA device is usable (through cupy), seeding, synchronizing."""
 from __future__ import annotations
 
 from .backend import cuda_device_count, cuda_is_available, get_default_device
+from .backend import device as as_device
 from .random import seed_cuda
 
-__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all"]
+__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all", "synchronize"]
 
 
 def is_available() -> bool:
@@ -28,3 +29,30 @@ def manual_seed_all(seed: int) -> None:
     """Seed every CUDA device's generator, as ``torch.cuda.manual_seed_all``; the CPU's is left
     as it is (``hf.manual_seed`` seeds all of them)."""
     seed_cuda(seed)
+
+
+def synchronize(device=None) -> None:
+    """Wait until the work queued on a CUDA device has finished, as ``torch.cuda.synchronize``
+    (``device``: an index, ``'cuda:N'`` or a Device; default: the default device when it is a
+    CUDA one, else device 0). Without cupy or a GPU nothing is ever queued, and it returns at
+    once.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.cuda.synchronize()  # before reading a timer around GPU work
+    """
+    if device is None:
+        current = get_default_device()
+        index = current.index if current.type == "cuda" else 0
+    elif isinstance(device, int) and not isinstance(device, bool):
+        index = device
+    else:
+        dev = as_device(device)
+        if dev.type != "cuda":
+            raise ValueError(f"cuda.synchronize: expected a CUDA device, got {device!r}")
+        index = dev.index
+    if index < 0:
+        raise ValueError(f"cuda.synchronize: expected a device index >= 0, got {device!r}")
+    if cuda_is_available():
+        as_device(f"cuda:{index}").xp.cuda.Device(index).synchronize()

@@ -57,6 +57,27 @@ def test_cuda_is_available_is_bool():
     assert hf.cuda.is_available() is hf.cuda.is_available()
 
 
+def test_cuda_synchronize_checks_its_device_and_waits():
+    for device in (None, 0, "cuda", "cuda:0", hf.device("cuda")):
+        assert hf.cuda.synchronize(device) is None  # without a GPU: nothing queued, a no-op
+    for bad in ("cpu", hf.device("cpu")):
+        with pytest.raises(ValueError, match="cuda.synchronize: expected a CUDA device"):
+            hf.cuda.synchronize(bad)
+    with pytest.raises(ValueError, match="cuda.synchronize: expected a device index >= 0"):
+        hf.cuda.synchronize(-1)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_cuda_synchronize_after_gpu_work():
+    x = hf.randn(256, 256, device="cuda")
+    y = x @ x
+    hf.cuda.synchronize()
+    hf.cuda.synchronize("cuda:0")
+    a = x.cpu().numpy()
+    np.testing.assert_allclose(y.cpu().numpy(), a @ a, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed")
 def test_cuda_unavailable_without_cupy():
     assert hf.cuda.is_available() is False

@@ -37,14 +37,15 @@ from ..ops.factories import rand_like
 from ..ops.infer import broadcast_shapes, normalize_dim
 from ..ops.pooling import pool_attrs
 from ..ops.registry import apply, apply_inplace
+from .interpolation import interpolate
 
 __all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu", "tanh",
            "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d", "linear",
-           "conv2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d",
-           "adaptive_avg_pool2d", "batch_norm", "layer_norm", "group_norm", "embedding", "pad",
-           "one_hot", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
-           "huber_loss", "kl_div", "normalize", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "conv2d", "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+           "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate", "batch_norm",
+           "layer_norm", "group_norm", "embedding", "pad", "one_hot", "cross_entropy", "nll_loss",
+           "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 
 # --------------------------------------------------------------------------- activations
@@ -283,6 +284,78 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
         if tuple(bias.shape) != (weight.shape[0],):
             raise ValueError(f"conv2d: bias must have shape ({weight.shape[0]},) for weight of "
                              f"shape {tuple(weight.shape)}, got {tuple(bias.shape)}")
+        out = out + apply(S.reshape, bias, shape=(1, -1, 1, 1))
+    return _unbatched(out, added)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A002
+                     output_padding=0, groups: int = 1, dilation=1):
+    """2-D transposed convolution of an (N, C_in, H, W) or (C_in, H, W) input with an
+    (C_in, C_out/groups, kh, kw) weight: the gradient of :func:`conv2d` with respect to its
+    input, so it runs on the ``conv2d_input_grad`` op. The output is
+    ``(H - 1)*stride - 2*padding + dilation*(kh - 1) + output_padding + 1`` high (likewise
+    wide); ``output_padding`` (smaller than the stride or the dilation) adds rows at the bottom
+    and columns at the right.
+
+    Example::
+
+        >>> x, w = hf.randn(1, 4, 5, 5), hf.randn(4, 2, 3, 3)
+        >>> F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1).shape
+        (1, 2, 10, 10)
+    """
+    x, added = _batched("conv_transpose2d", input, 4, "N, C_in, H, W")
+    if weight.ndim != 4:
+        raise ValueError(f"conv_transpose2d: expected a 4-D weight (in_channels, "
+                         f"out_channels/groups, kh, kw), got shape {tuple(weight.shape)}")
+    _same_dtype("conv_transpose2d", x, weight, "input", "weight")
+    attrs = conv_attrs(stride, padding, dilation, groups, name="conv_transpose2d")
+    extra = pair("conv_transpose2d", "output_padding", output_padding)
+    c, c_w = x.shape[1], weight.shape[0]
+    if c != -1 and c != c_w:
+        raise ValueError(f"conv_transpose2d: input has {c} channels but the weight of shape "
+                         f"{tuple(weight.shape)} expects {c_w} (weight dim 0 is in_channels)")
+    if c_w % groups:
+        raise ValueError(f"conv_transpose2d: in_channels {c_w} (weight shape "
+                         f"{tuple(weight.shape)}) must be divisible by groups={groups}")
+    sizes, pads, zeros = [], [], []
+    for axis, (n, k, s, (p, _), d, e) in enumerate(zip(x.shape[2:], weight.shape[2:],
+                                                        attrs["stride"], attrs["padding"],
+                                                        attrs["dilation"], extra)):
+        if e < 0 or (e >= s and e >= d):
+            raise ValueError(f"conv_transpose2d: output_padding {extra} must be non-negative "
+                             f"and smaller than either the stride {attrs['stride']} or the "
+                             f"dilation {attrs['dilation']}")
+        # conv2d_input_grad places the same values wherever the output ends; the output's last
+        # rows are set by the padding of the convolution it inverts: ``p - e`` at the bottom
+        # reaches the ``e`` extra rows, and rows past the last one any input reaches (e > p,
+        # only with dilation > stride) are zeros, padded on afterwards.
+        if n == -1 and s != 1:
+            raise ValueError(f"conv_transpose2d: the input's spatial dim {axis + 2} is known only "
+                             f"when the program runs (input shape {tuple(input.shape)}, an "
+                             f"InputSpec None dim) and the stride is {s}, so the output size "
+                             f"cannot be fixed; give the height and width fixed sizes in the "
+                             f"InputSpec (stride 1 takes any)")
+        reached = min(e, p)
+        size = -1 if n == -1 else (n - 1) * s - 2 * p + d * (k - 1) + reached + 1
+        if n != -1 and size + e - reached <= 0:
+            raise ValueError(f"conv_transpose2d: input of shape {tuple(input.shape)} with weight "
+                             f"{tuple(weight.shape)}, stride {attrs['stride']}, padding "
+                             f"{attrs['padding'][0][0], attrs['padding'][1][0]} and dilation "
+                             f"{attrs['dilation']} gives a spatial dim {axis + 2} of size "
+                             f"{size + e - reached}")
+        sizes.append(size)
+        pads.append((p, p - reached))
+        zeros.append(e - reached)
+    attrs["padding"] = tuple(pads)
+    out = apply(N.conv2d_input_grad, x, weight, input_size=tuple(sizes), **attrs)
+    if any(zeros):
+        out = apply(N.pad_constant, out, pad=(0, zeros[1], 0, zeros[0]), value=0)
+    if bias is not None:
+        c_out = weight.shape[1] * groups
+        if tuple(bias.shape) != (c_out,):
+            raise ValueError(f"conv_transpose2d: bias must have shape ({c_out},) for weight of "
+                             f"shape {tuple(weight.shape)} and groups={groups}, got "
+                             f"{tuple(bias.shape)}")
         out = out + apply(S.reshape, bias, shape=(1, -1, 1, 1))
     return _unbatched(out, added)
 

@@ -18,12 +18,12 @@ import math
 
 from ..dtypes import float32
 from ..dygraph.autograd import no_grad
-from ..dygraph.tensor import Tensor
+from ..dygraph.tensor import Tensor, tensor as as_tensor
 from ..ops.factories import rand, randn
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "fan_in_uniform_"]
+           "orthogonal_", "fan_in_uniform_"]
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -185,6 +185,41 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix times ``gain``, as PyTorch: the tensor is viewed as
+    ``(shape[0], rest)``; a matrix of N(0, 1) samples of that shape (transposed when it is wide)
+    is factored by QR, and Q, its columns signed so that R's diagonal is positive, is the
+    value (transposed back). The rows (tall: the columns) are orthonormal.
+
+    Example::
+
+        >>> w = hf.nn.init.orthogonal_(hf.empty(3, 5))
+        >>> bool(((w @ w.T - hf.eye(3)).abs() < 1e-5).all())
+        True
+    """
+    _check("orthogonal_", tensor, generator)
+    if tensor.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
+                         f"got shape {tuple(tensor.shape)}")
+    if tensor.numel() == 0:  # nothing to fill, as PyTorch (which warns)
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    xp = tensor.device.xp
+    with no_grad():
+        draws = randn(rows, cols, dtype=_draw_dtype(tensor), device=tensor.device)
+        matrix = draws._data.T if rows < cols else draws._data
+        if matrix.dtype.itemsize < 4:  # the BLAS/LAPACK QR needs float32 at least
+            matrix = matrix.astype(xp.float32)
+        q, r = xp.linalg.qr(matrix)
+        q = q * xp.sign(xp.diagonal(r))  # unique Q: R's diagonal made positive
+        if rows < cols:
+            q = q.T
+        value = as_tensor(xp.ascontiguousarray(q).reshape(tuple(tensor.shape)) * gain,
+                          dtype=tensor.dtype, device=tensor.device)
+        return tensor.copy_(value)
 
 
 def fan_in_uniform_(weight, bias=None):

@@ -428,8 +428,28 @@ def _onnx_conv2d(ctx, x, w, *, stride, padding, dilation, groups):
                     group=groups)
 
 
-_CONV_BACKWARD = OnnxNotExportable("a gradient op of conv2d (backward only); an exported model "
-                                   "is inference only")
+def _onnx_conv2d_input_grad(ctx, gy, w, *, input_size, stride, padding, dilation, groups):
+    """ONNX's ConvTranspose (F.conv_transpose2d runs on this op), its ``output_padding`` the
+    rows and columns the convolution it inverts left unread at the end (stride - 1 at most)."""
+    attrs = conv_attrs(stride, padding, dilation, groups, name="conv2d_input_grad")
+    (top, bottom), (left, right) = attrs["padding"]
+    extra = []
+    for n_out, n_in, k, s, d, pads in zip(input_size, ctx.metas[0].shape[2:],
+                                          ctx.metas[1].shape[2:], attrs["stride"],
+                                          attrs["dilation"], attrs["padding"]):
+        if s == 1:
+            extra.append(0)  # every input row is read: the output size follows from the input's
+        elif -1 in (n_out, n_in):
+            raise ctx.fail(f"a transposed convolution with stride {s} over a spatial size known "
+                           f"only at run time (input {tuple(ctx.metas[0].shape)}) has no fixed "
+                           f"ONNX output_padding; give the height and width fixed sizes")
+        else:
+            extra.append(n_out - (s * (n_in - 1) + d * (k - 1) + 1 - pads[0] - pads[1]))
+    return ctx.node("ConvTranspose", [gy, w], strides=list(attrs["stride"]),
+                    pads=[top, left, bottom, right], dilations=list(attrs["dilation"]),
+                    group=groups, output_padding=extra)
 
-onnx_rules(conv2d=_onnx_conv2d, conv2d_input_grad=_CONV_BACKWARD,
-           conv2d_weight_grad=_CONV_BACKWARD)
+
+onnx_rules(conv2d=_onnx_conv2d, conv2d_input_grad=_onnx_conv2d_input_grad,
+           conv2d_weight_grad=OnnxNotExportable("a gradient op of conv2d (backward only); an "
+                                                "exported model is inference only"))

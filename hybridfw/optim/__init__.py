@@ -1,4 +1,5 @@
-"""``hf.optim``: optimizers (SGD, Adam, AdamW, RMSprop) and ``hf.optim.lr_scheduler``.
+"""``hf.optim``: optimizers (SGD, Adam, AdamW, NAdam, RAdam, Adagrad, RMSprop) and
+``hf.optim.lr_scheduler``.
 
 They follow ``torch.optim``: same constructor arguments, update formulas, parameter groups and
 state-dict layout. Updates run in place under ``no_grad`` and allocate nothing after the first
@@ -17,11 +18,14 @@ Example::
     ...     sched.step()
 """
 from . import lr_scheduler
+from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
 from .zero import ZeroRedundancyOptimizer
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler",
-           "ZeroRedundancyOptimizer"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adagrad", "RMSprop",
+           "lr_scheduler", "ZeroRedundancyOptimizer"]

@@ -129,6 +129,61 @@ def conv_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     return out
 
 
+def conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1,
+                       dilation=1):
+    """Direct transposed convolution: each input pixel scatters its kernel-weighted copy."""
+    s, p, e, d = ((v, v) if isinstance(v, int) else v
+                  for v in (stride, padding, output_padding, dilation))
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    full = np.zeros((n, og * groups, (h - 1) * s[0] + d[0] * (kh - 1) + 1 + e[0],
+                     (wd - 1) * s[1] + d[1] * (kw - 1) + 1 + e[1]))
+    cg = c // groups
+    for ic in range(c):
+        g = ic // cg
+        for i in range(h):
+            for j in range(wd):
+                for u in range(kh):
+                    for v in range(kw):
+                        full[:, g * og:(g + 1) * og, i * s[0] + u * d[0], j * s[1] + v * d[1]] \
+                            += x[:, ic, i, j, None] * w[ic, :, u, v]
+    out = full[:, :, p[0]:full.shape[2] - p[0], p[1]:full.shape[3] - p[1]]
+    if b is not None:
+        out = out + b[None, :, None, None]
+    return out
+
+
+def interpolate_ref(x, out_hw, mode, align_corners=False, steps=None):
+    """Explicit loop over output pixels; ``steps`` (source step per output step) default to
+    in/out. Nearest: source ``floor(i * step)`` ('nearest-exact': ``(i + 0.5) * step``);
+    bilinear: the 2x2 neighbours of the source point, weighted by distance."""
+    n, c, h, w = x.shape
+    steps = steps or (h / out_hw[0], w / out_hw[1])
+
+    def source(i, n_in, n_out, step):
+        if mode == "nearest":
+            return min(math.floor(i * step), n_in - 1)
+        if mode == "nearest-exact":
+            return min(math.floor((i + 0.5) * step), n_in - 1)
+        if align_corners:
+            return i * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        return max((i + 0.5) * step - 0.5, 0.0)
+
+    out = np.zeros((n, c) + tuple(out_hw))
+    for i in range(out_hw[0]):
+        for j in range(out_hw[1]):
+            si, sj = source(i, h, out_hw[0], steps[0]), source(j, w, out_hw[1], steps[1])
+            if mode != "bilinear":
+                out[:, :, i, j] = x[:, :, si, sj]
+                continue
+            i0, j0 = min(int(si), h - 1), min(int(sj), w - 1)
+            i1, j1 = min(i0 + 1, h - 1), min(j0 + 1, w - 1)
+            a, b = si - i0, sj - j0
+            out[:, :, i, j] = ((1 - a) * ((1 - b) * x[:, :, i0, j0] + b * x[:, :, i0, j1])
+                               + a * ((1 - b) * x[:, :, i1, j0] + b * x[:, :, i1, j1]))
+    return out
+
+
 def _pool_len(n, k, s, p, d, ceil):
     out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
     if ceil and (out - 1) * s >= n + p:
@@ -319,6 +374,34 @@ OPS = [
         [Inp((3, 5))], order=2),
     Row("log_softmax_dim1", lambda x: F.log_softmax(x, 1), lambda x: log_softmax_ref(x, 1),
         [Inp((2, 4, 3))], order=2),
+    # ------------------------------------------------------------------ interpolate
+    Row("interpolate_nearest_scale2", lambda x: F.interpolate(x, scale_factor=2),
+        lambda x: np.repeat(np.repeat(x, 2, axis=2), 2, axis=3), [Inp((2, 3, 4, 5))],
+        torch_fn=lambda x: _tf().interpolate(x, scale_factor=2)),
+    Row("interpolate_nearest_size", lambda x: F.interpolate(x, size=(4, 9)),
+        lambda x: interpolate_ref(x, (4, 9), "nearest"), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, size=(4, 9))),
+    Row("interpolate_nearest_exact", lambda x: F.interpolate(x, size=(5, 4), mode="nearest-exact"),
+        lambda x: interpolate_ref(x, (5, 4), "nearest-exact"), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, size=(5, 4), mode="nearest-exact")),
+    Row("interpolate_bilinear", lambda x: F.interpolate(x, size=(9, 4), mode="bilinear"),
+        lambda x: interpolate_ref(x, (9, 4), "bilinear"), [X4], order=2,
+        torch_fn=lambda x: _tf().interpolate(x, size=(9, 4), mode="bilinear")),
+    Row("interpolate_bilinear_align_corners",
+        lambda x: F.interpolate(x, size=(10, 3), mode="bilinear", align_corners=True),
+        lambda x: interpolate_ref(x, (10, 3), "bilinear", align_corners=True), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, size=(10, 3), mode="bilinear",
+                                             align_corners=True)),
+    Row("interpolate_bilinear_scale_factor",  # the source step is 1/scale_factor, not in/out
+        lambda x: F.interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear"),
+        lambda x: interpolate_ref(x, (10, 3), "bilinear", steps=(1 / 1.5, 1 / 0.6)), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear")),
+    Row("interpolate_bilinear_recompute_scale_factor",
+        lambda x: F.interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear",
+                                recompute_scale_factor=True),
+        lambda x: interpolate_ref(x, (10, 3), "bilinear"), [X4],
+        torch_fn=lambda x: _tf().interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear",
+                                             recompute_scale_factor=True)),
     # ------------------------------------------------------------------ linear
     Row("linear", F.linear, lambda x, w, b: x @ w.T + b, [Inp((4, 3)), Inp((5, 3)), Inp((5,))],
         order=2),
@@ -355,6 +438,34 @@ OPS = [
         lambda x, w: conv_ref(x, w, padding=((1, 2), (3, 3)), dilation=(1, 3)),
         [X4, Inp((2, 3, 4, 3))], torch_fn=lambda x, w: _tf().conv2d(x, w, padding="same",
                                                                     dilation=(1, 3))),
+    Row("conv_transpose2d", lambda x, w, b: F.conv_transpose2d(x, w, b),
+        lambda x, w, b: conv_transpose_ref(x, w, b), [X4, Inp((3, 4, 3, 2)), Inp((4,))],
+        order=2, torch_fn=lambda x, w, b: _tf().conv_transpose2d(x, w, b)),
+    Row("conv_transpose2d_stride_output_padding",
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride=(2, 3), padding=(1, 2),
+                                           output_padding=(1, 2)),
+        lambda x, w, b: conv_transpose_ref(x, w, b, (2, 3), (1, 2), (1, 2)),
+        [X4, Inp((3, 2, 3, 4)), Inp((2,))], order=2,
+        torch_fn=lambda x, w, b: _tf().conv_transpose2d(x, w, b, stride=(2, 3), padding=(1, 2),
+                                                        output_padding=(1, 2))),
+    Row("conv_transpose2d_groups_dilation",
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride=3, padding=2, output_padding=2,
+                                           groups=2, dilation=2),
+        lambda x, w, b: conv_transpose_ref(x, w, b, 3, 2, 2, 2, 2),
+        [Inp((2, 4, 3, 4)), Inp((4, 3, 3, 2)), Inp((6,))], order=2,
+        torch_fn=lambda x, w, b: _tf().conv_transpose2d(x, w, b, stride=3, padding=2,
+                                                        output_padding=2, groups=2,
+                                                        dilation=2)),
+    Row("conv_transpose2d_output_padding_past_reach",  # e > padding: zero rows at the end
+        lambda x, w: F.conv_transpose2d(x, w, output_padding=(1, 2), dilation=3),
+        lambda x, w: conv_transpose_ref(x, w, output_padding=(1, 2), dilation=3),
+        [X4, Inp((3, 2, 2, 2))],
+        torch_fn=lambda x, w: _tf().conv_transpose2d(x, w, output_padding=(1, 2), dilation=3)),
+    Row("conv_transpose2d_depthwise_unbatched",
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, groups=3),
+        lambda x, w: conv_transpose_ref(x[None], w, stride=2, padding=1, groups=3)[0],
+        [Inp((3, 4, 5)), Inp((3, 1, 3, 3))], order=2,
+        torch_fn=lambda x, w: _tf().conv_transpose2d(x, w, stride=2, padding=1, groups=3)),
     Row("conv2d_valid_1x1", lambda x, w: F.conv2d(x, w, padding="valid"),
         lambda x, w: conv_ref(x, w), [X4, Inp((5, 3, 1, 1))]),
     Row("conv2d_unbatched", lambda x, w: F.conv2d(x, w, padding=1),
@@ -982,6 +1093,52 @@ def test_conv2d_errors_name_function_and_shapes():
             "conv2d", "same")
     _raises(ValueError, lambda: F.conv2d(x, hf.randn(4, 3, 3, 3), padding=-1), "conv2d",
             "padding")
+
+
+def test_conv_transpose2d_errors_name_function_and_values():
+    x = hf.randn(2, 3, 5, 5)
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(4, 2, 3, 3)), "conv_transpose2d",
+            "3 channels", "(4, 2, 3, 3)")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), groups=2),
+            "conv_transpose2d", "divisible by groups=2")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), stride=2,
+                                                   output_padding=2),
+            "conv_transpose2d", "output_padding (2, 2)", "stride (2, 2)")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), padding=4),
+            "conv_transpose2d", "(2, 3, 5, 5)", "size -1")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3), hf.randn(3)),
+            "conv_transpose2d", "bias", "(2,)", "(3,)")
+    _raises(ValueError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3)), "conv_transpose2d",
+            "4-D weight")
+    _raises(TypeError, lambda: F.conv_transpose2d(x, hf.randn(3, 2, 3, 3, dtype="float64")),
+            "conv_transpose2d", "float32", "float64")
+
+
+def test_interpolate_errors_name_function_and_values():
+    x = hf.randn(1, 2, 4, 4)
+    _raises(ValueError, lambda: F.interpolate(x), "interpolate", "exactly one of size")
+    _raises(ValueError, lambda: F.interpolate(x, size=2, scale_factor=2), "interpolate",
+            "exactly one of size")
+    _raises(ValueError, lambda: F.interpolate(x, size=(2, 3, 4)), "interpolate", "(2, 3, 4)")
+    _raises(ValueError, lambda: F.interpolate(x, scale_factor=0.1), "interpolate", "empty",
+            "(0, 0)")
+    _raises(ValueError, lambda: F.interpolate(x, size=3, mode="bicubic"), "interpolate",
+            "'bicubic'")
+    _raises(ValueError, lambda: F.interpolate(x, size=3, align_corners=True), "interpolate",
+            "align_corners", "'nearest'")
+    _raises(ValueError, lambda: F.interpolate(x[0], size=3), "interpolate", "(2, 4, 4)")
+    _raises(TypeError, lambda: F.interpolate(hf.ones(1, 1, 2, 2, dtype="int64"), size=3),
+            "interpolate", "int64")
+
+
+def test_interpolate_output_is_new_and_keeps_dtype():
+    x = hf.randn(1, 2, 3, 3, dtype="float64")
+    same = F.interpolate(x, size=3)
+    same.add_(1.0)  # a new tensor, as PyTorch's, even when no resizing happens
+    np.testing.assert_allclose(to_numpy(same), to_numpy(x) + 1.0)
+    assert dtype_name(F.interpolate(x, scale_factor=2, mode="bilinear")) == F64
+    half = F.interpolate(hf.ones(1, 1, 2, 2, dtype="float16"), size=3, mode="bilinear")
+    assert dtype_name(half) == "float16" and to_numpy(half).tolist() == [[[[1.0] * 3] * 3]]
 
 
 def test_linear_and_norm_errors():

@@ -226,6 +226,140 @@ def test_conv2d_same_padding_modes_and_errors():
     assert "kernel_size=(3, 3), stride=(1, 1)" in repr(nn.Conv2d(2, 3, 3))
 
 
+def test_conv_transpose2d_module_shapes_init_and_output_size():
+    up = nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1, groups=2)
+    assert up.weight.shape == (4, 3, 3, 2) and up.bias.shape == (6,)
+    bound = 1 / math.sqrt(3 * 3 * 2)  # as PyTorch: fan_in from weight dim 1 (out / groups)
+    for p in (up.weight, up.bias):
+        assert np.abs(npy(p)).max() <= bound and np.abs(npy(p)).max() > bound / 2
+    x = hf.randn(2, 4, 5, 6)
+    assert up(x).shape == (2, 6, 10, 11)
+    assert up(x[0]).shape == (6, 10, 11)  # unbatched
+    np.testing.assert_allclose(npy(up(x[0])), npy(up(x))[0], rtol=1e-6, atol=1e-6)
+    plain = nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1)
+    assert plain(x).shape == (2, 2, 9, 11)
+    assert plain(x, output_size=(10, 11)).shape == (2, 2, 10, 11)
+    assert plain(x, output_size=[2, 2, 9, 12]).shape == (2, 2, 9, 12)
+    with pytest.raises(ValueError, match=r"ConvTranspose2d: requested output_size \(11, 11\)"):
+        plain(x, output_size=(11, 11))
+    with pytest.raises(ValueError, match=r"ConvTranspose2d.*2 channels.*\(1, 3, 5, 5\)"):
+        nn.ConvTranspose2d(2, 3, 3)(hf.ones(1, 3, 5, 5))
+    with pytest.raises(ValueError, match="ConvTranspose2d: in_channels \\(3\\)"):
+        nn.ConvTranspose2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match="padding_mode='zeros'"):
+        nn.ConvTranspose2d(3, 4, 3, padding_mode="reflect")
+    assert "output_padding=(1, 1)" in repr(up) and "groups=2" in repr(up)
+    assert nn.ConvTranspose2d(2, 3, 3, bias=False).bias is None
+
+
+def test_conv_transpose2d_module_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 5, 6))
+    for kwargs in (dict(stride=2, padding=1, output_padding=1),
+                   dict(stride=(1, 2), dilation=(2, 1), groups=2, output_padding=(1, 0))):
+        ours = nn.ConvTranspose2d(4, 6, 3, **kwargs).double()
+        theirs = torch.nn.ConvTranspose2d(4, 6, 3, **kwargs).double()
+        ours.load_state_dict({k: hf.tensor(v.detach().numpy())
+                              for k, v in theirs.state_dict().items()})
+        hx, tx = hf.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, tout = ours(hx), theirs(tx)
+        np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        (out * out).sum().backward()
+        (tout * tout).sum().backward()
+        np.testing.assert_allclose(npy(hx.grad), tx.grad.numpy(), rtol=1e-10, atol=1e-10)
+        for name, p in ours.named_parameters():
+            np.testing.assert_allclose(npy(p.grad), getattr(theirs, name).grad.numpy(),
+                                       rtol=1e-10, atol=1e-10, err_msg=name)
+
+
+def test_conv_transpose2d_trains_under_to_static_as_eager():
+    def make():
+        hf.manual_seed(3)
+        return nn.Sequential(nn.Conv2d(2, 4, 3, stride=2, padding=1), nn.ReLU(),
+                             nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1))
+
+    eager, static = make(), hf.jit.to_static(make())
+    opts = [hf.optim.SGD(m.parameters(), lr=0.05) for m in (eager, static)]
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        x = hf.tensor(rng.standard_normal((3, 2, 8, 6)).astype(np.float32))
+        for model, opt in zip((eager, static), opts):
+            out = model(x)
+            assert out.shape == (3, 2, 8, 6)
+            loss = ((out - x) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for (name, a), (_, b) in zip(eager.state_dict().items(), static.state_dict().items()):
+        np.testing.assert_allclose(npy(b), npy(a), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert static.forward.cache_info().misses == 1
+
+
+def test_conv_transpose2d_under_input_spec_none_spatial_dims():
+    up = nn.ConvTranspose2d(3, 2, 3, padding=1, output_padding=0)
+    converted = hf.jit.to_static(up, input_spec=[hf.jit.InputSpec([None, 3, None, None])])
+    for shape in ((2, 3, 5, 7), (1, 3, 4, 4)):  # stride 1: one program serves every size
+        x = hf.randn(*shape)
+        np.testing.assert_allclose(npy(converted(x)), npy(up(x)), rtol=1e-6, atol=1e-6)
+    strided = hf.jit.to_static(nn.ConvTranspose2d(3, 2, 3, stride=2),
+                               input_spec=[hf.jit.InputSpec([None, 3, None, None])])
+    with pytest.raises(ValueError, match=r"conv_transpose2d: the input's spatial dim 2 .*"
+                                         r"stride is 2"):
+        strided(hf.randn(2, 3, 5, 7))
+
+
+def test_upsample_modules():
+    x = hf.tensor(np.arange(4.0).reshape(1, 1, 2, 2))
+    assert npy(nn.Upsample(scale_factor=2)(x))[0, 0].tolist() == [[0, 0, 1, 1], [0, 0, 1, 1],
+                                                                   [2, 2, 3, 3], [2, 2, 3, 3]]
+    corners = npy(nn.UpsamplingBilinear2d(size=3)(x))[0, 0]  # align_corners=True
+    np.testing.assert_allclose(corners, [[0, 0.5, 1], [1, 1.5, 2], [2, 2.5, 3]])
+    edges = npy(nn.Upsample(size=(2, 4), mode="bilinear")(x))[0, 0]  # align_corners=False
+    np.testing.assert_allclose(edges, [[0, 0.25, 0.75, 1], [2, 2.25, 2.75, 3]])
+    assert npy(nn.UpsamplingNearest2d(size=(1, 3))(x))[0, 0].tolist() == [[0, 0, 1]]
+    assert repr(nn.Upsample(scale_factor=2)) == "Upsample(scale_factor=2.0, mode='nearest')"
+    assert repr(nn.Upsample(size=(3, 4), mode="bilinear")) == \
+        "Upsample(size=(3, 4), mode='bilinear')"
+
+
+def test_upsample_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(9).standard_normal((2, 3, 5, 4))
+    for kwargs in (dict(scale_factor=2.5), dict(size=(3, 7), mode="bilinear"),
+                   dict(scale_factor=(0.7, 1.3), mode="bilinear", align_corners=True)):
+        hx, tx = hf.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, tout = nn.Upsample(**kwargs)(hx), torch.nn.Upsample(**kwargs)(tx)
+        np.testing.assert_allclose(npy(out), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        (out * out).sum().backward()
+        (tout * tout).sum().backward()
+        np.testing.assert_allclose(npy(hx.grad), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_upsample_trains_under_to_static_as_eager():
+    def make():
+        hf.manual_seed(4)
+        return nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1),
+                             nn.Upsample(scale_factor=2, mode="bilinear"),
+                             nn.Conv2d(3, 2, 3, padding=1), nn.Upsample(size=(9, 7)))
+
+    eager, static = make(), hf.jit.to_static(make())
+    opts = [hf.optim.SGD(m.parameters(), lr=0.05) for m in (eager, static)]
+    rng = np.random.default_rng(10)
+    for _ in range(3):
+        x = hf.tensor(rng.standard_normal((3, 2, 8, 6)).astype(np.float32))
+        for model, opt in zip((eager, static), opts):
+            out = model(x)
+            assert out.shape == (3, 2, 9, 7)
+            loss = (out ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for (name, a), (_, b) in zip(eager.state_dict().items(), static.state_dict().items()):
+        np.testing.assert_allclose(npy(b), npy(a), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert static.forward.cache_info().misses == 1
+
+
 def test_pooling_against_numpy():
     x = np.random.default_rng(3).standard_normal((2, 3, 9, 8)).astype(np.float32)
     t = hf.tensor(x)

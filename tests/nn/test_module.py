@@ -529,6 +529,41 @@ def test_init_functions_in_place_seeded_and_bounded():
     assert d.dtype == hf.float64
 
 
+@pytest.mark.parametrize("shape", [(3, 5), (6, 2, 2), (4, 4)])
+def test_orthogonal_init_is_qr_of_seeded_normal_draws(shape):
+    w = nn.Parameter(hf.empty(*shape, dtype=hf.float64))
+    hf.manual_seed(11)
+    assert nn.init.orthogonal_(w, gain=1.5) is w
+    assert w.requires_grad and w.is_leaf and w.grad_fn is None
+    m = w.detach().numpy().reshape(shape[0], -1)
+    rows, cols = m.shape
+    gram = m @ m.T if rows <= cols else m.T @ m
+    np.testing.assert_allclose(gram, 1.5 ** 2 * np.eye(min(rows, cols)), atol=1e-12)
+    # PyTorch's Q: of the same seeded draws (transposed when wide), with R's diagonal positive
+    hf.manual_seed(11)
+    a = hf.randn(rows, cols, dtype=hf.float64).numpy()
+    q = (m.T if rows < cols else m) / 1.5
+    a = a.T if rows < cols else a
+    r = q.T @ a
+    np.testing.assert_allclose(np.tril(r, -1), 0, atol=1e-12)
+    assert (np.diag(r) > 0).all()
+    hf.manual_seed(11)
+    np.testing.assert_array_equal(nn.init.orthogonal_(hf.empty(*shape, dtype=hf.float64),
+                                                      gain=1.5).numpy(), w.detach().numpy())
+
+
+def test_orthogonal_init_dtypes_and_errors():
+    half = nn.init.orthogonal_(hf.empty(4, 4, dtype=hf.float16))
+    assert half.dtype == hf.float16
+    m = half.numpy().astype(np.float64)
+    np.testing.assert_allclose(m @ m.T, np.eye(4), atol=5e-3)
+    assert nn.init.orthogonal_(hf.empty(0, 3)).shape == (0, 3)
+    with pytest.raises(ValueError, match=r"orthogonal_: only tensors with 2 or more dim.*\(5,\)"):
+        nn.init.orthogonal_(hf.empty(5))
+    with pytest.raises(TypeError, match="orthogonal_: generator"):
+        nn.init.orthogonal_(hf.empty(2, 2), generator=object())
+
+
 def test_default_initialisation_matches_pytorch_formulas():
     lin = nn.Linear(50, 400)
     w, b = lin.weight.detach().numpy(), lin.bias.detach().numpy()

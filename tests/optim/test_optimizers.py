@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hybridfw as hf
-from hybridfw.optim import SGD, Adam, AdamW, RMSprop
+from hybridfw.optim import SGD, Adagrad, Adam, AdamW, NAdam, RAdam, RMSprop
 from hybridfw.optim.lr_scheduler import CosineAnnealingLR, StepLR
 
 STEPS = 6
@@ -99,6 +99,57 @@ def rmsprop_ref(p, g, s, t, lr, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0
     return p - lr * g / avg
 
 
+def adagrad_ref(p, g, s, t, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                eps=1e-10, maximize=False):
+    g = -g if maximize else g
+    if weight_decay:
+        g = g + weight_decay * p
+    s["sum"] = s.get("sum", initial_accumulator_value) + g * g
+    return p - lr / (1 + (t - 1) * lr_decay) * g / (np.sqrt(s["sum"]) + eps)
+
+
+def nadam_ref(p, g, s, t, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+              momentum_decay=4e-3, decoupled_weight_decay=False, maximize=False):
+    b1, b2 = betas
+    g = -g if maximize else g
+    if weight_decay:
+        if decoupled_weight_decay:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+
+    def mu(k):
+        return b1 * (1 - 0.5 * 0.96 ** (k * momentum_decay))
+
+    # the product of the mu's, kept in float32 as PyTorch's scalar state (default dtype)
+    s["prod"] = float(np.float32(s.get("prod", 1.0)) * np.float32(mu(t)))
+    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
+    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    denom = np.sqrt(s["v"] / (1 - b2 ** t)) + eps
+    return (p - lr * (1 - mu(t)) / (1 - s["prod"]) * g / denom
+            - lr * mu(t + 1) / (1 - s["prod"] * mu(t + 1)) * s["m"] / denom)
+
+
+def radam_ref(p, g, s, t, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+              decoupled_weight_decay=False, maximize=False):
+    b1, b2 = betas
+    g = -g if maximize else g
+    if weight_decay:
+        if decoupled_weight_decay:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
+    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    m_hat = s["m"] / (1 - b1 ** t)
+    rho_inf = 2 / (1 - b2) - 1
+    rho = rho_inf - 2 * t * b2 ** t / (1 - b2 ** t)
+    if rho <= 5:  # the variance is not yet tractable: momentum SGD
+        return p - lr * m_hat
+    rect = math.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho))
+    return p - lr * m_hat * rect * math.sqrt(1 - b2 ** t) / (np.sqrt(s["v"]) + eps)
+
+
 SGD_CASES = [
     {"lr": 0.1},
     {"lr": 0.05, "momentum": 0.9},
@@ -125,6 +176,26 @@ RMSPROP_CASES = [
     {"lr": 0.01, "centered": True, "momentum": 0.5, "weight_decay": 0.1},
     {"lr": 0.01, "weight_decay": 0.1, "maximize": True},
     {"lr": 0.01, "alpha": 0.3, "centered": True},
+]
+
+ADAGRAD_CASES = [
+    {"lr": 0.1},
+    {"lr": 0.1, "lr_decay": 0.05, "eps": 1e-6},
+    {"lr": 0.05, "initial_accumulator_value": 0.5, "weight_decay": 0.1},
+    {"lr": 0.05, "weight_decay": 0.1, "maximize": True},
+]
+NADAM_CASES = [
+    {"lr": 0.05},
+    {"lr": 0.05, "betas": (0.8, 0.99), "momentum_decay": 0.01, "eps": 1e-6},
+    {"lr": 0.05, "weight_decay": 0.1},
+    {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
+    {"lr": 0.05, "betas": (0.3, 0.9)},  # 1 - beta1 >= 0.5: lerp's other rounding branch
+]
+RADAM_CASES = [
+    {"lr": 0.05},  # beta2 0.999: rho_t > 5 from step 6 on
+    {"lr": 0.05, "betas": (0.8, 0.9), "eps": 1e-6},  # beta2 0.9: rho_t > 5 from step 5
+    {"lr": 0.05, "weight_decay": 0.1},
+    {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
 ]
 
 
@@ -165,6 +236,28 @@ def test_adamw_matches_reference(kw):
 def test_rmsprop_matches_reference(kw):
     p0, c, d = problem(3)
     assert_traj(run_hf(RMSprop, p0, c, d, **kw)[0], run_ref(rmsprop_ref, p0, c, d, **kw))
+
+
+@pytest.mark.parametrize("cls, ref, kw", [
+    *[pytest.param(Adagrad, adagrad_ref, kw, id=f"Adagrad-{kw}") for kw in ADAGRAD_CASES],
+    *[pytest.param(NAdam, nadam_ref, kw, id=f"NAdam-{kw}") for kw in NADAM_CASES],
+    *[pytest.param(RAdam, radam_ref, kw, id=f"RAdam-{kw}") for kw in RADAM_CASES]])
+def test_adagrad_nadam_radam_match_reference(cls, ref, kw):
+    p0, c, d = problem(12)
+    assert_traj(run_hf(cls, p0, c, d, steps=20, **kw)[0],
+                run_ref(ref, p0, c, d, steps=20, **kw), rtol=1e-9, atol=1e-11)
+
+
+def test_adagrad_nadam_radam_state_layout():
+    p0, c, d = problem()
+    _, params, opt = run_hf(Adagrad, p0, c, d, steps=2, initial_accumulator_value=0.25)
+    assert sorted(opt.state[params[0]]) == ["step", "sum"]
+    _, params, opt = run_hf(NAdam, p0, c, d, steps=3)
+    state = opt.state[params[0]]
+    assert sorted(state) == ["exp_avg", "exp_avg_sq", "mu_product", "step"]
+    assert state["step"] == 3 and type(state["mu_product"]) is float
+    _, params, opt = run_hf(RAdam, p0, c, d, steps=2)
+    assert sorted(opt.state[params[0]]) == ["exp_avg", "exp_avg_sq", "step"]
 
 
 def test_float32_parameters_stay_float32_and_close():
@@ -281,6 +374,13 @@ def test_add_param_group():
     (lambda p: AdamW([p], eps=-1.0), ValueError, "AdamW: invalid eps=-1.0"),
     (lambda p: RMSprop([p], alpha=-0.1), ValueError, "alpha=-0.1"),
     (lambda p: RMSprop([p], lr=float("nan")), ValueError, "lr=nan"),
+    (lambda p: Adagrad([p], lr_decay=-0.1), ValueError, "Adagrad: invalid lr_decay=-0.1"),
+    (lambda p: Adagrad([p], initial_accumulator_value=-1), ValueError,
+     "initial_accumulator_value=-1"),
+    (lambda p: NAdam([p], momentum_decay=-1e-3), ValueError, "NAdam: invalid momentum_decay"),
+    (lambda p: NAdam([p], betas=(0.9, 1.0)), ValueError, r"NAdam: invalid betas\[1\]=1.0"),
+    (lambda p: RAdam([p], eps=-1.0), ValueError, "RAdam: invalid eps=-1.0"),
+    (lambda p: RAdam([p], decoupled_weight_decay=1), TypeError, "RAdam: decoupled_weight_decay"),
     (lambda p: SGD(p, lr=0.1), TypeError, "single Tensor"),
     (lambda p: SGD([], lr=0.1), ValueError, "empty parameter list"),
     (lambda p: SGD({p}, lr=0.1), TypeError, "set"),
@@ -312,6 +412,9 @@ STATE_DICT_CASES = variants(
     (Adam, [{"lr": 0.05, "amsgrad": True}]),
     (AdamW, [{"lr": 0.05}]),
     (RMSprop, [{"lr": 0.01, "momentum": 0.5, "centered": True}]),
+    (Adagrad, [{"lr": 0.05, "lr_decay": 0.01, "initial_accumulator_value": 0.1}]),
+    (NAdam, [{"lr": 0.05, "weight_decay": 0.01}]),
+    (RAdam, [{"lr": 0.05, "betas": (0.8, 0.9)}]),
 )
 
 
@@ -397,7 +500,8 @@ def no_gc():
 
 
 ALL_VARIANTS = variants((SGD, SGD_CASES), (Adam, ADAM_CASES), (AdamW, ADAMW_CASES),
-                        (RMSprop, RMSPROP_CASES))
+                        (RMSprop, RMSPROP_CASES), (Adagrad, ADAGRAD_CASES),
+                        (NAdam, NADAM_CASES), (RAdam, RADAM_CASES))
 
 
 @pytest.mark.parametrize("cls, kw", ALL_VARIANTS)
@@ -591,16 +695,26 @@ TORCH_GROUP_KEYS = {  # sorted(torch.optim.X([...]).param_groups[0]) in torch 2.
             "foreach", "fused", "lr", "maximize", "weight_decay"],
     RMSprop: ["alpha", "capturable", "centered", "differentiable", "eps", "foreach", "lr",
               "maximize", "momentum", "weight_decay"],
+    Adagrad: ["differentiable", "eps", "foreach", "fused", "initial_accumulator_value", "lr",
+              "lr_decay", "maximize", "weight_decay"],
+    NAdam: ["betas", "capturable", "decoupled_weight_decay", "differentiable", "eps",
+            "foreach", "lr", "maximize", "momentum_decay", "weight_decay"],
+    RAdam: ["betas", "capturable", "decoupled_weight_decay", "differentiable", "eps",
+            "foreach", "lr", "maximize", "weight_decay"],
 }
 IMPLEMENTATION_KW = {
     SGD: {"foreach": True, "fused": False, "differentiable": False},
     Adam: {"foreach": False, "fused": True, "capturable": True, "differentiable": False},
     AdamW: {"foreach": None, "fused": None, "capturable": False, "differentiable": False},
     RMSprop: {"foreach": True, "capturable": True, "differentiable": False},
+    Adagrad: {"foreach": True, "fused": False, "differentiable": False},
+    NAdam: {"foreach": False, "capturable": True, "differentiable": False},
+    RAdam: {"foreach": True, "capturable": False, "differentiable": False},
 }
 
 
-@pytest.mark.parametrize("cls", [SGD, Adam, AdamW, RMSprop], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam],
+                         ids=lambda c: c.__name__)
 def test_torch_implementation_keywords_are_accepted_and_change_nothing(cls):
     p0, c, d = problem(9)
     kw = {"lr": 0.05, "weight_decay": 0.1, "maximize": True}
@@ -677,8 +791,27 @@ def test_matches_torch(cls, kw, dtype):
                                        err_msg=f"{name} {kw} step {step + 1}")
 
 
+@pytest.mark.parametrize("cls, kw", variants((Adagrad, ADAGRAD_CASES), (NAdam, NADAM_CASES),
+                                             (RAdam, RADAM_CASES)))
+def test_adagrad_nadam_radam_match_torch_over_20_steps(cls, kw):
+    torch = pytest.importorskip("torch")
+    p0, c, d = problem(13)
+    traj, _, _ = run_hf(cls, p0, c, d, steps=20, **kw)
+    tparams = [torch.tensor(p, requires_grad=True) for p in p0]
+    topt = getattr(torch.optim, cls.__name__)(tparams, **kw)
+    for step in range(20):
+        for p, ci, di in zip(tparams, c, d):
+            p.grad = torch.tensor(ci * p.detach().numpy() + di)
+        topt.step()
+        assert_traj([[p.detach().numpy() for p in tparams]], [traj[step]], rtol=1e-12,
+                    atol=1e-14)
+
+
 @pytest.mark.parametrize("name, kw", [("Adam", {"lr": 0.05, "amsgrad": True}),
-                                      ("RMSprop", {"lr": 0.01, "momentum": 0.5})])
+                                      ("RMSprop", {"lr": 0.01, "momentum": 0.5}),
+                                      ("Adagrad", {"lr": 0.05, "lr_decay": 0.01}),
+                                      ("NAdam", {"lr": 0.05, "momentum_decay": 0.01}),
+                                      ("RAdam", {"lr": 0.05, "betas": (0.8, 0.9)})])
 def test_loads_a_torch_optimizer_state_dict(name, kw):
     torch = pytest.importorskip("torch")
     p0, c, d = problem(8)

@@ -3,7 +3,7 @@ from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6
                          Softmax, Softplus, Tanh)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout, Dropout2d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
@@ -15,13 +15,15 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
-__all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d", "MaxPool1d",
-           "MaxPool2d", "AvgPool1d", "AdaptiveAvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
-           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "Embedding", "Dropout",
-           "Dropout2d", "ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU",
-           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential", "ModuleList", "ModuleDict",
-           "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
-           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
-           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+__all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d",
+           "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AdaptiveAvgPool1d",
+           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
+           "GroupNorm", "Embedding", "Dropout", "Dropout2d", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d", "ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6",
+           "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential", "ModuleList",
+           "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell",
+           "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
+           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
+           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]

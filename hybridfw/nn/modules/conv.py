@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d."""
+"""Convolution layers: Conv1d, Conv2d, ConvTranspose2d."""
 from __future__ import annotations
 
 
@@ -8,7 +8,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
 
 def _pair(value, name: str) -> tuple:
@@ -206,4 +206,101 @@ class Conv1d(Module):
             s += ", bias=False"
         if self.padding_mode != "zeros":
             s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class ConvTranspose2d(Module):
+    """2-D transposed convolution over ``(N, C_in, H, W)`` (or unbatched ``(C_in, H, W)``)
+    input: :func:`hybridfw.nn.functional.conv_transpose2d` with learned parameters.
+
+    Arguments, parameter shapes (``weight``: ``(in_channels, out_channels // groups, kH, kW)``)
+    and initialisation follow PyTorch; ``padding_mode`` is ``'zeros'`` only, as there.
+    ``forward(input, output_size=None)``: ``output_size`` (the output's height and width, or a
+    shape ending in them) picks the ``output_padding`` that gives it.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> up = hf.nn.ConvTranspose2d(8, 4, kernel_size=3, stride=2, padding=1,
+        ...                            output_padding=1)
+        >>> up(hf.randn(2, 8, 16, 16)).shape
+        (2, 4, 32, 32)
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__()
+        if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
+            raise ValueError(f"ConvTranspose2d: groups must be a positive integer, got {groups}")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"ConvTranspose2d: in_channels ({in_channels}) and out_channels "
+                             f"({out_channels}) must both be divisible by groups ({groups})")
+        if padding_mode != "zeros":
+            raise ValueError(f"ConvTranspose2d: only padding_mode='zeros' is supported (as in "
+                             f"PyTorch), got {padding_mode!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.padding = _pair(padding, "padding")
+        self.output_padding = _pair(output_padding, "output_padding")
+        self.dilation = _pair(dilation, "dilation")
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(empty(in_channels, out_channels // groups, *self.kernel_size,
+                                      dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # as PyTorch: fan_in is read from weight dim 1 (out_channels // groups) * kH * kW
+        init.fan_in_uniform_(self.weight, self.bias)
+
+    def _output_padding(self, input, output_size) -> tuple:
+        if output_size is None:
+            return self.output_padding
+        size = tuple(int(n) for n in output_size)[-2:]
+        if len(size) != 2:
+            raise ValueError(f"ConvTranspose2d: output_size must end in the output's height and "
+                             f"width, got {tuple(output_size)!r}")
+        extra = []
+        for n, o, k, s, p, d in zip(input.shape[-2:], size, self.kernel_size, self.stride,
+                                    self.padding, self.dilation):
+            smallest = (n - 1) * s - 2 * p + d * (k - 1) + 1
+            if not smallest <= o < smallest + max(s, d):
+                raise ValueError(f"ConvTranspose2d: requested output_size {size} for input of "
+                                 f"shape {tuple(input.shape)}; each output size must lie in "
+                                 f"[{smallest}, {smallest + max(s, d) - 1}] for that dim")
+            extra.append(o - smallest)
+        return tuple(extra)
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        if input.ndim not in (3, 4):
+            raise ValueError(f"ConvTranspose2d: expected 3-D (C, H, W) or 4-D (N, C, H, W) "
+                             f"input, got input of shape {tuple(input.shape)}")
+        c = input.shape[-3]
+        if c != self.in_channels and c != -1:
+            raise ValueError(f"ConvTranspose2d: expected input with {self.in_channels} channels "
+                             f"(dim -3), got input of shape {tuple(input.shape)}")
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.output_padding != (0, 0):
+            s += f", output_padding={self.output_padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
         return s
