@@ -252,6 +252,56 @@ def test_conv_transpose2d_module_shapes_init_and_output_size():
     assert nn.ConvTranspose2d(2, 3, 3, bias=False).bias is None
 
 
+def test_conv_layers_share_one_base_with_their_own_names_texts_and_keys():
+    from hybridfw.nn.modules.conv import _ConvNd
+    layers = [(nn.Conv1d, "Conv1d", (2, 6, 9), "(dim -2)", "2-D (C, L) or 3-D (N, C, L)"),
+              (nn.Conv2d, "Conv2d", (2, 6, 9, 9), "(dim -3)", "3-D (C, H, W) or 4-D (N, C, H, W)"),
+              (nn.ConvTranspose2d, "ConvTranspose2d", (2, 6, 9, 9), "(dim -3)",
+               "3-D (C, H, W) or 4-D (N, C, H, W)")]
+    for cls, name, bad_shape, dim, layouts in layers:
+        assert issubclass(cls, _ConvNd)
+        conv = cls(4, 6, 3)
+        assert sorted(conv.state_dict()) == ["bias", "weight"]
+        assert sorted(cls(4, 6, 3, bias=False).state_dict()) == ["weight"]
+        assert conv.groups == 1 and conv.padding_mode == "zeros"
+        with pytest.raises(ValueError) as err:
+            cls(4, 6, 3, groups=0)
+        assert str(err.value) == f"{name}: groups must be a positive integer, got 0"
+        with pytest.raises(ValueError) as err:
+            cls(4, 6, 3, groups=4)
+        assert str(err.value) == (f"{name}: in_channels (4) and out_channels (6) must both be "
+                                  "divisible by groups (4)")
+        with pytest.raises(ValueError) as err:
+            conv(hf.ones(*bad_shape))
+        assert str(err.value) == (f"{name}: expected input with 4 channels {dim}, got input of "
+                                  f"shape {bad_shape}")
+        with pytest.raises(ValueError) as err:
+            conv(hf.ones(9))
+        assert str(err.value) == f"{name}: expected {layouts} input, got input of shape (9,)"
+    with pytest.raises(ValueError) as err:
+        nn.ConvTranspose2d(4, 6, 3, groups=True)  # only the transposed layer refuses bools
+    assert str(err.value) == "ConvTranspose2d: groups must be a positive integer, got True"
+    assert nn.Conv2d(4, 6, 3, groups=True).groups is True
+    with pytest.raises(ValueError) as err:
+        nn.Conv1d(4, 6, 3, padding_mode="edge")
+    assert str(err.value) == ("Conv1d: padding_mode must be 'zeros', 'reflect', 'replicate' or "
+                              "'circular', got 'edge'")
+    with pytest.raises(ValueError) as err:
+        nn.Conv2d(4, 6, 3, padding="full")
+    assert str(err.value) == "Conv2d: padding string must be 'valid' or 'same', got 'full'"
+    assert nn.Conv1d(4, 6, 4, padding="same", dilation=3)._reversed_padding_repeated_twice == \
+        (4, 5)
+    assert nn.Conv2d(4, 6, (4, 3), padding="same")._reversed_padding_repeated_twice == \
+        (1, 1, 1, 2)
+    assert nn.Conv2d(4, 6, 3, padding=(1, 2))._reversed_padding_repeated_twice == (2, 2, 1, 1)
+    assert repr(nn.Conv1d(4, 6, 3, padding=1, padding_mode="circular", bias=False)) == (
+        "Conv1d(4, 6, kernel_size=(3,), stride=(1,), padding=(1,), bias=False, "
+        "padding_mode=circular)")
+    assert repr(nn.ConvTranspose2d(4, 6, 3, stride=2, output_padding=1, dilation=2)) == (
+        "ConvTranspose2d(4, 6, kernel_size=(3, 3), stride=(2, 2), output_padding=(1, 1), "
+        "dilation=(2, 2))")
+
+
 def test_conv_transpose2d_module_matches_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(7)

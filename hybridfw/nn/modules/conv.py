@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose2d."""
+"""Convolution layers: Conv1d, Conv2d, ConvTranspose2d, on one private base _ConvNd."""
 from __future__ import annotations
 
 
@@ -20,7 +20,122 @@ def _pair(value, name: str) -> tuple:
     return value
 
 
-class Conv2d(Module):
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+class _ConvNd(Module):
+    """What Conv1d, Conv2d and ConvTranspose2d share, as PyTorch's ``_ConvNd``: argument checks
+    and normalisation, ``padding='valid'/'same'`` and padding modes, the ``weight``/``bias``
+    Parameters and their initialisation, the input check and ``extra_repr``.
+
+    A subclass names itself in errors (``_name``), normalises one size argument to a tuple of
+    its spatial dims (``_tuple``) and describes its input layouts (``_layouts``).
+    """
+
+    _name = "_ConvNd"
+    _layouts = ("", "")  # e.g. ("2-D (C, L)", "3-D (N, C, L)")
+
+    def _tuple(self, value, name: str) -> tuple:
+        raise NotImplementedError
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride, padding,
+                 dilation, groups: int, bias: bool, padding_mode: str, device, dtype,
+                 transposed: bool = False, output_padding=0):
+        super().__init__()
+        name = self._name
+        if (transposed and (not isinstance(groups, int) or isinstance(groups, bool))) \
+                or groups <= 0:
+            raise ValueError(f"{name}: groups must be a positive integer, got {groups}")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels "
+                             f"({out_channels}) must both be divisible by groups ({groups})")
+        if transposed and padding_mode != "zeros":
+            raise ValueError(f"{name}: only padding_mode='zeros' is supported (as in "
+                             f"PyTorch), got {padding_mode!r}")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be 'zeros', 'reflect', 'replicate' or "
+                             f"'circular', got {padding_mode!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = self._tuple(kernel_size, "kernel_size")
+        self.stride = self._tuple(stride, "stride")
+        if transposed:  # normalised in the order PyTorch takes them
+            self.padding = self._tuple(padding, "padding")
+            self.output_padding = self._tuple(output_padding, "output_padding")
+        self.dilation = self._tuple(dilation, "dilation")
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if not transposed:
+            self._init_padding(padding)
+        shape = (in_channels, out_channels // groups) if transposed else \
+            (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(*shape, *self.kernel_size, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def _init_padding(self, padding) -> None:
+        """Sets ``padding`` (a tuple, ``'valid'`` or ``'same'``) and the F.pad amounts it means,
+        ``_reversed_padding_repeated_twice`` (last dim first: (left, right, top, bottom))."""
+        name = self._name
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"{name}: padding string must be 'valid' or 'same', got "
+                                 f"{padding!r}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided "
+                                 "convolutions")
+            self.padding = padding
+        else:
+            self.padding = self._tuple(padding, "padding")
+        pads = ()
+        for i in reversed(range(len(self.kernel_size))):
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                pads += (total // 2, total - total // 2)
+            else:
+                p = 0 if self.padding == "valid" else self.padding[i]
+                pads += (p, p)
+        self._reversed_padding_repeated_twice = pads
+
+    def reset_parameters(self) -> None:
+        # for ConvTranspose2d, as PyTorch: fan_in is read from weight dim 1
+        # (out_channels // groups) * kH * kW
+        init.fan_in_uniform_(self.weight, self.bias)
+
+    def _check_input(self, input) -> None:  # noqa: A002
+        dims = len(self.kernel_size)
+        if input.ndim not in (dims + 1, dims + 2):
+            unbatched, batched = self._layouts
+            raise ValueError(f"{self._name}: expected {unbatched} or {batched} input, got "
+                             f"input of shape {tuple(input.shape)}")
+        c = input.shape[-dims - 1]
+        if c != self.in_channels and c != -1:
+            raise ValueError(f"{self._name}: expected input with {self.in_channels} channels "
+                             f"(dim {-dims - 1}), got input of shape {tuple(input.shape)}")
+
+    def extra_repr(self) -> str:
+        zeros = (0,) * len(self.kernel_size)
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding not in (zeros, "valid"):
+            s += f", padding={self.padding}"
+        if getattr(self, "output_padding", zeros) != zeros:
+            s += f", output_padding={self.output_padding}"
+        if self.dilation != (1,) * len(self.kernel_size):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv2d(_ConvNd):
     """2-D convolution over ``(N, C_in, H, W)`` (or unbatched ``(C_in, H, W)``) input.
 
     Arguments, parameter shapes (``weight``: ``(out_channels, in_channels // groups, kH, kW)``)
@@ -36,65 +151,20 @@ class Conv2d(Module):
         (2, 8, 16, 16)
     """
 
+    _name = "Conv2d"
+    _layouts = ("3-D (C, H, W)", "4-D (N, C, H, W)")
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
-        super().__init__()
-        if groups <= 0:
-            raise ValueError(f"Conv2d: groups must be a positive integer, got {groups}")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels "
-                             f"({out_channels}) must both be divisible by groups ({groups})")
-        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
-            raise ValueError(f"Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or "
-                             f"'circular', got {padding_mode!r}")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.dilation = _pair(dilation, "dilation")
-        self.groups = groups
-        self.padding_mode = padding_mode
-        if isinstance(padding, str):
-            if padding not in ("valid", "same"):
-                raise ValueError(f"Conv2d: padding string must be 'valid' or 'same', got "
-                                 f"{padding!r}")
-            if padding == "same" and self.stride != (1, 1):
-                raise ValueError("Conv2d: padding='same' is not supported for strided "
-                                 "convolutions")
-            self.padding = padding
-        else:
-            self.padding = _pair(padding, "padding")
-        # F.pad order (last dim first): (left, right, top, bottom).
-        if self.padding == "valid":
-            pads = (0, 0, 0, 0)
-        elif self.padding == "same":
-            pads = ()
-            for d, k in zip(reversed(self.dilation), reversed(self.kernel_size)):
-                total = d * (k - 1)
-                pads += (total // 2, total - total // 2)
-        else:
-            pads = (self.padding[1], self.padding[1], self.padding[0], self.padding[0])
-        self._reversed_padding_repeated_twice = pads
-        self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size,
-                                      dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
 
-    def reset_parameters(self) -> None:
-        init.fan_in_uniform_(self.weight, self.bias)
+    def _tuple(self, value, name: str) -> tuple:
+        return _pair(value, name)
 
     def forward(self, input):  # noqa: A002
-        if input.ndim not in (3, 4):
-            raise ValueError(f"Conv2d: expected 3-D (C, H, W) or 4-D (N, C, H, W) input, got "
-                             f"input of shape {tuple(input.shape)}")
-        c = input.shape[-3]
-        if c != self.in_channels and c != -1:
-            raise ValueError(f"Conv2d: expected input with {self.in_channels} channels (dim "
-                             f"-3), got input of shape {tuple(input.shape)}")
+        self._check_input(input)
         pads = self._reversed_padding_repeated_twice
         if self.padding_mode == "zeros":
             padding = ((pads[2], pads[3]), (pads[0], pads[1]))  # conv2d pads as it copies
@@ -104,23 +174,8 @@ class Conv2d(Module):
         return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                         self.groups)
 
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding not in ((0, 0), "valid"):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
 
-
-class Conv1d(Module):
+class Conv1d(_ConvNd):
     """1-D convolution over ``(N, C_in, L)`` (or unbatched ``(C_in, L)``) input.
 
     Arguments, parameter shapes (``weight``: ``(out_channels, in_channels // groups, k)``) and
@@ -135,81 +190,30 @@ class Conv1d(Module):
         (2, 8, 16)
     """
 
+    _name = "Conv1d"
+    _layouts = ("2-D (C, L)", "3-D (N, C, L)")
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
-        super().__init__()
-        if groups <= 0:
-            raise ValueError(f"Conv1d: groups must be a positive integer, got {groups}")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"Conv1d: in_channels ({in_channels}) and out_channels "
-                             f"({out_channels}) must both be divisible by groups ({groups})")
-        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
-            raise ValueError(f"Conv1d: padding_mode must be 'zeros', 'reflect', 'replicate' or "
-                             f"'circular', got {padding_mode!r}")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = (F._single("Conv1d", "kernel_size", kernel_size),)
-        self.stride = (F._single("Conv1d", "stride", stride),)
-        self.dilation = (F._single("Conv1d", "dilation", dilation),)
-        self.groups = groups
-        self.padding_mode = padding_mode
-        if isinstance(padding, str):
-            if padding not in ("valid", "same"):
-                raise ValueError(f"Conv1d: padding string must be 'valid' or 'same', got "
-                                 f"{padding!r}")
-            if padding == "same" and self.stride != (1,):
-                raise ValueError("Conv1d: padding='same' is not supported for strided "
-                                 "convolutions")
-            self.padding = padding
-            total = self.dilation[0] * (self.kernel_size[0] - 1) if padding == "same" else 0
-            self._pads = (total // 2, total - total // 2)
-        else:
-            self.padding = (F._single("Conv1d", "padding", padding),)
-            self._pads = (self.padding[0], self.padding[0])
-        self.weight = Parameter(empty(out_channels, in_channels // groups, self.kernel_size[0],
-                                      dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
 
-    def reset_parameters(self) -> None:
-        init.fan_in_uniform_(self.weight, self.bias)
+    def _tuple(self, value, name: str) -> tuple:
+        return (F._single("Conv1d", name, value),)
 
     def forward(self, input):  # noqa: A002
-        if input.ndim not in (2, 3):
-            raise ValueError(f"Conv1d: expected 2-D (C, L) or 3-D (N, C, L) input, got input "
-                             f"of shape {tuple(input.shape)}")
-        c = input.shape[-2]
-        if c != self.in_channels and c != -1:
-            raise ValueError(f"Conv1d: expected input with {self.in_channels} channels (dim "
-                             f"-2), got input of shape {tuple(input.shape)}")
+        self._check_input(input)
         padding = self.padding
         if self.padding_mode != "zeros":
-            input = F.pad(input, self._pads, mode=self.padding_mode)  # noqa: A001
+            input = F.pad(input, self._reversed_padding_repeated_twice,  # noqa: A001
+                          mode=self.padding_mode)
             padding = 0
         return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                         self.groups)
 
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding not in ((0,), "valid"):
-            s += f", padding={self.padding}"
-        if self.dilation != (1,):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
 
-
-class ConvTranspose2d(Module):
+class ConvTranspose2d(_ConvNd):
     """2-D transposed convolution over ``(N, C_in, H, W)`` (or unbatched ``(C_in, H, W)``)
     input: :func:`hybridfw.nn.functional.conv_transpose2d` with learned parameters.
 
@@ -227,38 +231,18 @@ class ConvTranspose2d(Module):
         (2, 4, 32, 32)
     """
 
+    _name = "ConvTranspose2d"
+    _layouts = ("3-D (C, H, W)", "4-D (N, C, H, W)")
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
                  padding_mode: str = "zeros", device=None, dtype=None):
-        super().__init__()
-        if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
-            raise ValueError(f"ConvTranspose2d: groups must be a positive integer, got {groups}")
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"ConvTranspose2d: in_channels ({in_channels}) and out_channels "
-                             f"({out_channels}) must both be divisible by groups ({groups})")
-        if padding_mode != "zeros":
-            raise ValueError(f"ConvTranspose2d: only padding_mode='zeros' is supported (as in "
-                             f"PyTorch), got {padding_mode!r}")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = _pair(stride, "stride")
-        self.padding = _pair(padding, "padding")
-        self.output_padding = _pair(output_padding, "output_padding")
-        self.dilation = _pair(dilation, "dilation")
-        self.groups = groups
-        self.padding_mode = padding_mode
-        self.weight = Parameter(empty(in_channels, out_channels // groups, *self.kernel_size,
-                                      dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype, transposed=True,
+                         output_padding=output_padding)
 
-    def reset_parameters(self) -> None:
-        # as PyTorch: fan_in is read from weight dim 1 (out_channels // groups) * kH * kW
-        init.fan_in_uniform_(self.weight, self.bias)
+    def _tuple(self, value, name: str) -> tuple:
+        return _pair(value, name)
 
     def _output_padding(self, input, output_size) -> tuple:
         if output_size is None:
@@ -279,28 +263,7 @@ class ConvTranspose2d(Module):
         return tuple(extra)
 
     def forward(self, input, output_size=None):  # noqa: A002
-        if input.ndim not in (3, 4):
-            raise ValueError(f"ConvTranspose2d: expected 3-D (C, H, W) or 4-D (N, C, H, W) "
-                             f"input, got input of shape {tuple(input.shape)}")
-        c = input.shape[-3]
-        if c != self.in_channels and c != -1:
-            raise ValueError(f"ConvTranspose2d: expected input with {self.in_channels} channels "
-                             f"(dim -3), got input of shape {tuple(input.shape)}")
+        self._check_input(input)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
-
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0, 0):
-            s += f", padding={self.padding}"
-        if self.output_padding != (0, 0):
-            s += f", output_padding={self.output_padding}"
-        if self.dilation != (1, 1):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
