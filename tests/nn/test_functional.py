@@ -1240,3 +1240,39 @@ def test_norm_layers_keep_float16_and_refuse_mixed_dtypes():
         with pytest.raises(TypeError, match="floating-point input"):
             layer(hf.tensor(x.astype(np.int64)))
     assert bn.running_mean.dtype == hf.float32
+
+
+# ============================================================================= package layout
+def test_functional_is_a_package_of_small_modules_reexporting_every_old_name():
+    import importlib
+    import inspect
+    import pkgutil
+    modules = sorted(m.name for m in pkgutil.iter_modules(F.__path__))
+    assert modules == ["activations", "convolution", "losses", "normalization", "padding",
+                       "pooling", "sparse"]
+    for name in modules:  # STYLE.md: files stay small
+        module = importlib.import_module(f"hybridfw.nn.functional.{name}")
+        assert len(inspect.getsource(module).splitlines()) < 600, name
+    # every name the single-file module showed (functions, the private helpers other modules
+    # use as F._name, and its imports), still reachable as F.<name>
+    old = """C E I K L M N R S _SQRT_2_OVER_PI _SQRT_HALF _as_batch _batched _broadcast_target _cast
+        _check_class_weight _check_norm_dtypes _check_param _conv_padding
+        _cross_entropy_probabilities _pad_index _pool1d_input _reduce _reduction
+        _renormalize_rows _same_dtype _same_shape_target _single _softmax_dim _target_weights
+        _unbatched _weighted adaptive_avg_pool1d adaptive_avg_pool2d annotations apply
+        apply_inplace as_dtype avg_pool1d avg_pool2d batch_norm binary_cross_entropy
+        binary_cross_entropy_with_logits broadcast_shapes conv1d conv2d conv_attrs
+        conv_transpose2d cross_entropy dropout dropout2d elu embedding gelu group_norm hardtanh
+        huber_loss int64 interpolate is_recomputing kl_div l1_loss layer_norm leaky_relu linear
+        log_softmax logsigmoid math max_pool1d max_pool2d mse_loss nll_loss no_grad normalize
+        normalize_dim one_hot pad pair pool_attrs rand_like relu relu6 sigmoid silu
+        smooth_l1_loss softmax softplus tanh warnings""".split()
+    assert [n for n in old if not hasattr(F, n)] == []
+    for name in F.__all__:
+        fn = getattr(F, name)
+        assert callable(fn) and not inspect.ismodule(fn), name
+    from hybridfw.nn.functional import cross_entropy, relu
+    from hybridfw.nn.functional.activations import relu as relu_def
+    from hybridfw.nn.functional.losses import cross_entropy as cross_entropy_def
+    assert relu is relu_def is F.relu and cross_entropy is cross_entropy_def
+    assert F._single("Conv1d", "stride", (2,)) == 2

@@ -1,0 +1,169 @@
+"""Activation functions, softmax and dropout."""
+from __future__ import annotations
+
+import math
+import warnings
+
+from ...dtypes import as_dtype
+from ...ops import composite as C
+from ...ops import elementwise as E
+from ...ops import nn_ops as N
+from ...ops.factories import rand_like
+from ...ops.infer import normalize_dim
+from ...ops.registry import apply, apply_inplace
+
+
+def relu(input, inplace: bool = False):  # noqa: A002 - PyTorch's argument names throughout
+    """max(x, 0)."""
+    if inplace:
+        return apply_inplace(E.relu, input, input)
+    return apply(E.relu, input)
+
+
+_SQRT_HALF = math.sqrt(0.5)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@C.half_in_float32
+def gelu(input, approximate: str = "none"):  # noqa: A002
+    """x * Phi(x): exact (erf) by default, or PyTorch's tanh approximation with
+    ``approximate='tanh'``."""
+    if approximate == "none":
+        return input * 0.5 * (1 + apply(N.erf, input * _SQRT_HALF))
+    if approximate == "tanh":
+        inner = (input + 0.044715 * input * input * input) * _SQRT_2_OVER_PI
+        return input * 0.5 * (1 + apply(E.tanh, inner))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(input, inplace: bool = False):  # noqa: A002
+    """x * sigmoid(x)."""
+    if inplace:
+        return apply_inplace(E.mul, input, input, apply(E.sigmoid, input))
+    return input * apply(E.sigmoid, input)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > 0``, else ``negative_slope * x`` (the gradient at 0 is the slope, as
+    PyTorch's)."""
+    if inplace:  # times 1 or the slope: the gradient needs only that factor, not the old x
+        factor = (input > 0).to(input.dtype) * (1 - negative_slope) + negative_slope
+        return apply_inplace(E.mul, input, input, factor)
+    return C.where(input > 0, input, input * negative_slope)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > 0``, else ``alpha (exp(x) - 1)``."""
+    if inplace:  # (computed from a copy: the gradient needs the old values)
+        return input.copy_(elu(input.clone(), alpha))
+    negative = apply(E.expm1, C.clamp(input, max=0.0)) * alpha  # (no overflow for large x)
+    return C.where(input > 0, input, negative)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):  # noqa: A002
+    """``log(1 + exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
+    scaled = input * beta
+    smooth = apply(E.log1p, apply(E.exp, C.clamp(scaled, max=threshold))) / beta
+    return C.where(scaled > threshold, input, smooth)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False):
+    """``input`` clipped to ``[min_val, max_val]``; as PyTorch, the gradient is 0 at the bounds
+    too (it flows only strictly inside)."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    if inplace:  # (computed from a copy: the gradient needs the old values)
+        return input.copy_(hardtanh(input.clone(), min_val, max_val))
+    inside = (input > min_val) & (input < max_val)
+    return C.where(inside, input, C.clamp(input, min=min_val, max=max_val).detach())
+
+
+def relu6(input, inplace: bool = False):  # noqa: A002
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def tanh(input):  # noqa: A002
+    """Elementwise tanh."""
+    return apply(E.tanh, input)
+
+
+def sigmoid(input):  # noqa: A002
+    """1 / (1 + exp(-x)), computed without overflow."""
+    return apply(E.sigmoid, input)
+
+
+def logsigmoid(input):  # noqa: A002
+    """log(sigmoid(x)), finite (with a finite gradient) for every finite x."""
+    return apply(N.log_sigmoid, input)
+
+
+def _softmax_dim(name, input, dim):
+    if dim is None:  # PyTorch's legacy implicit choice
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+        warnings.warn(f"{name}: implicit dimension choice is deprecated; pass dim= explicitly",
+                      stacklevel=3)
+    return normalize_dim(name, dim, input.ndim)
+
+
+def _cast(input, dtype):
+    if dtype is None:
+        return input
+    return apply(E.cast, input, dtype=as_dtype(dtype))
+
+
+def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """exp(x) / sum(exp(x)) along ``dim`` (stable: the max is subtracted first)."""
+    input = _cast(input, dtype)  # noqa: A001
+    return apply(N.softmax, input, dim=_softmax_dim("softmax", input, dim))
+
+
+def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """x - logsumexp(x) along ``dim``; finite, with finite gradients, for any finite x."""
+    input = _cast(input, dtype)  # noqa: A001
+    return apply(N.log_softmax, input, dim=_softmax_dim("log_softmax", input, dim))
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (training only).
+
+    The mask comes from ``hf.rand_like``, so ``hf.manual_seed`` makes it reproducible.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: probability must be between 0 and 1, got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return apply_inplace(E.mul, input, input, 0) if inplace else input * 0
+    keep = apply(E.ge, rand_like(input), p)
+    mask = apply(E.cast, keep, dtype=input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return apply_inplace(E.mul, input, input, mask)
+    return input * mask
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002
+    """Zero whole channels: each ``(n, c)`` feature map of an ``(N, C, H, W)`` input with
+    probability ``p``, the rest scaled by 1/(1-p) (training only). A 3-D input is taken as
+    ``(N, C, L)`` with PyTorch's warning."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout2d: probability must be between 0 and 1, got {p}")
+    if input.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: expected a 4-D (N, C, H, W) input, got shape "
+                         f"{tuple(input.shape)}")
+    if input.ndim == 3:
+        warnings.warn("dropout2d: received a 3-D input; it is taken as (N, C, L) and whole "
+                      "(n, c) rows are dropped (use dropout1d for that)", stacklevel=2)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return apply_inplace(E.mul, input, input, 0) if inplace else input * 0
+    # one draw per (n, c): the mask has the input's shape with 1 in the spatial dims
+    corner = input[(slice(None), slice(None)) + (slice(0, 1),) * (input.ndim - 2)]
+    keep = apply(E.ge, rand_like(corner), p)
+    mask = apply(E.cast, keep, dtype=input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return apply_inplace(E.mul, input, input, mask)
+    return input * mask

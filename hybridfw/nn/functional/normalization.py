@@ -1,0 +1,146 @@
+"""Normalization: batch_norm, layer_norm, group_norm and normalize."""
+from __future__ import annotations
+
+from ...dygraph import no_grad
+from ...memory.checkpoint import is_recomputing
+from ...ops import composite as C
+from ...ops import composite_matrix as M
+from ...ops import elementwise as E
+from ...ops import reduction as R
+from ...ops.registry import apply
+
+
+def _check_param(name, what, t, size, input):
+    if t is None:
+        return
+    if t.ndim != 1 or t.shape[0] != size:
+        raise ValueError(f"{name}: {what} must have shape ({size},) for input of shape "
+                         f"{tuple(input.shape)}, got {tuple(t.shape)}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5):
+    """Normalize over every dim but the channel dim 1.
+
+    Training uses the batch statistics (biased variance) and, when running stats are given,
+    updates them in place without recording a graph: ``running = (1 - momentum) * running +
+    momentum * batch`` with the *unbiased* batch variance, exactly like PyTorch -- except while
+    ``hf.memory.checkpoint`` recomputes the forward (:func:`hf.memory.is_recomputing`), which
+    must not update them a second time.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    _check_norm_dtypes("batch_norm", input, running_mean=running_mean, running_var=running_var,
+                       weight=weight, bias=bias)
+    channels = input.shape[1]
+    for what, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_param("batch_norm", what, t, channels, input)
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        count = 1
+        for d in dims:
+            count *= input.shape[d]
+        if any(input.shape[d] < 0 for d in dims):
+            count = -1  # (two unknown dims multiply to a positive number)
+        if 0 < count <= 1:  # (negative: a dim unknown until run time)
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
+                             f"training, got input of shape {tuple(input.shape)}")
+        if count < 0:  # a static program counts the values per channel when it runs
+            count = apply(R.dim_numel, input, dim=dims)
+        mean = C.mean(input, dims, keepdim=True)
+        centered = input - mean
+        var = C.mean(centered * centered, dims, keepdim=True)
+        if is_recomputing():  # hf.memory.checkpoint's backward: the forward updated them
+            running_mean = running_var = None
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(C.reshape(mean, channels) * momentum)
+            if running_var is not None:
+                unbiased = C.reshape(var, channels) * (momentum * count / (count - 1))
+                running_var.mul_(1 - momentum).add_(unbiased)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var must be given when "
+                             "training=False")
+        centered = input - C.reshape(running_mean, shape)
+        var = C.reshape(running_var, shape)
+    out = centered * apply(E.rsqrt, var + eps)
+    if weight is not None:
+        out = out * C.reshape(weight, shape)
+    if bias is not None:
+        out = out + C.reshape(bias, shape)
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
+
+
+def _check_norm_dtypes(name, input, **params):  # noqa: A002
+    """As PyTorch: a floating input; parameters of its dtype, or float32 ones for a float16
+    input (computed in float32, the result in float16); any other mix is a TypeError."""
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{name}: expected a floating-point input, got dtype {input.dtype}")
+    for what, t in params.items():
+        if t is None or t.dtype is input.dtype:
+            continue
+        if input.dtype.name == "float16" and t.dtype.name == "float32":
+            continue
+        raise TypeError(f"{name}: mixed dtypes: input {input.dtype}, {what} {t.dtype}; give "
+                        f"them one dtype (module.to({input.dtype.name}) or input.to(...))")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """Normalize over the trailing ``normalized_shape`` dims (biased variance)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or k > input.ndim or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise ValueError(f"layer_norm: normalized_shape {normalized_shape} must match the "
+                         f"trailing dims of input of shape {tuple(input.shape)}")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise ValueError(f"layer_norm: {what} must have shape {normalized_shape}, got "
+                             f"{tuple(t.shape)}")
+    _check_norm_dtypes("layer_norm", input, weight=weight, bias=bias)
+    dims = tuple(range(input.ndim - k, input.ndim))
+    centered = input - C.mean(input, dims, keepdim=True)
+    var = C.mean(centered * centered, dims, keepdim=True)
+    out = centered * apply(E.rsqrt, var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """Normalize each of ``num_groups`` groups of channels of an (N, C, ...) input over its
+    channels and positions (biased variance), then the per-channel ``weight`` and ``bias``."""
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected an input with at least 2 dims (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    channels = input.shape[1]
+    if channels % num_groups:
+        raise ValueError(f"group_norm: the {channels} channels of input of shape "
+                         f"{tuple(input.shape)} must be divisible by num_groups={num_groups}")
+    _check_norm_dtypes("group_norm", input, weight=weight, bias=bias)
+    for what, t in (("weight", weight), ("bias", bias)):
+        _check_param("group_norm", what, t, channels, input)
+    grouped = input.unflatten(1, (num_groups, channels // num_groups))
+    dims = tuple(range(2, grouped.ndim))
+    centered = grouped - C.mean(grouped, dims, keepdim=True)
+    var = C.mean(centered * centered, dims, keepdim=True)
+    out = (centered * apply(E.rsqrt, var + eps)).flatten(1, 2)
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * C.reshape(weight, shape)
+    if bias is not None:
+        out = out + C.reshape(bias, shape)
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
+
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    return input / C.clamp(M.norm(input, p, dim, keepdim=True), min=eps)
