@@ -706,3 +706,10 @@ def test_conv_and_batch_norm_match_torch():
     tnet.eval()
     np.testing.assert_allclose(npy(net(hf.tensor(x))), tnet(torch.from_numpy(x)).detach().numpy(),
                                atol=1e-5, rtol=1e-4)
+
+
+def test_conv_transpose2d_argument_errors_name_it():
+    with pytest.raises(ValueError, match=r"^ConvTranspose2d: kernel_size must be an int or a pair"):
+        nn.ConvTranspose2d(2, 2, (1, 2, 3))
+    with pytest.raises(ValueError, match=r"^Conv2d: stride must be an int or a pair"):
+        nn.Conv2d(2, 2, 3, stride=(1, 2, 3))

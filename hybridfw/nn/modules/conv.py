@@ -11,12 +11,12 @@ from .module import Module
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
 
-def _pair(value, name: str) -> tuple:
+def _pair(value, name: str, layer: str = "Conv2d") -> tuple:
     if isinstance(value, int) and not isinstance(value, bool):
         return (value, value)
     value = tuple(value)
     if len(value) != 2 or not all(isinstance(v, int) for v in value):
-        raise ValueError(f"Conv2d: {name} must be an int or a pair of ints, got {value!r}")
+        raise ValueError(f"{layer}: {name} must be an int or a pair of ints, got {value!r}")
     return value
 
 
@@ -242,7 +242,7 @@ class ConvTranspose2d(_ConvNd):
                          output_padding=output_padding)
 
     def _tuple(self, value, name: str) -> tuple:
-        return _pair(value, name)
+        return _pair(value, name, "ConvTranspose2d")
 
     def _output_padding(self, input, output_size) -> tuple:
         if output_size is None:
