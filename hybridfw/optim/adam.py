@@ -36,6 +36,33 @@ def effective_grad(p, grad, weight_decay: float, maximize: bool, out):
     return grad
 
 
+def adam_moments(p, grad, state, group, a, b, extra=()) -> tuple:
+    """What Adam, NAdam and RAdam share, for one parameter: the state made on the first step
+    (``step``, then the ``extra`` (name, value) pairs, then ``exp_avg`` and ``exp_avg_sq``, in
+    PyTorch's order), the step counted, decoupled decay applied to ``p``, and both moments
+    updated with the effective gradient (``a`` and ``b``: scratch; ``a`` holds that gradient
+    when it differs from ``grad``). Returns the step and that gradient."""
+    if not state:
+        state["step"] = 0
+        state.update(extra)
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+    lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
+    state["step"] = step = state["step"] + 1
+    if group["decoupled_weight_decay"]:
+        if weight_decay != 0:
+            p.mul_(1 - lr * weight_decay)
+        weight_decay = 0
+    g = effective_grad(p, grad, weight_decay, group["maximize"], a)
+    lerp_(state["exp_avg"], g, 1 - beta1, b)
+    exp_avg_sq = state["exp_avg_sq"]
+    exp_avg_sq.mul_(beta2)
+    apply_inplace(E.mul, b, g, 1 - beta2)
+    b.mul_(g)
+    exp_avg_sq.add_(b)
+    return step, g
+
+
 class Adam(Optimizer):
     r"""Adam (PyTorch's update rule, step for step), with ``amsgrad`` and L2 ``weight_decay``
 (or, with ``decoupled_weight_decay=True``, AdamW's decoupled decay, as in PyTorch).
@@ -84,25 +111,12 @@ class Adam(Optimizer):
 
     def _update_param(self, p, grad, state, group, scratch) -> None:
         a, b = scratch
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = zeros_like(p)
-        lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
-        state["step"] = step = state["step"] + 1
-        if group["decoupled_weight_decay"]:
-            if weight_decay != 0:
-                p.mul_(1 - lr * weight_decay)
-            weight_decay = 0
-        g = effective_grad(p, grad, weight_decay, group["maximize"], a)
+        fresh = not state
+        step, _ = adam_moments(p, grad, state, group, a, b)
+        if fresh and group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, g, 1 - beta1, b)
-        exp_avg_sq.mul_(beta2)
-        apply_inplace(E.mul, b, g, 1 - beta2)
-        b.mul_(g)
-        exp_avg_sq.add_(b)
 
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step

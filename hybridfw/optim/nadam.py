@@ -7,9 +7,8 @@ import numpy as np
 
 from ..dtypes import float64, get_default_dtype
 from ..ops import elementwise as E
-from ..ops.factories import zeros_like
 from ..ops.registry import apply_inplace
-from .adam import Adam, effective_grad, lerp_
+from .adam import Adam, adam_moments
 from .optimizer import Optimizer, check_number
 
 __all__ = ["NAdam"]
@@ -57,29 +56,14 @@ class NAdam(Optimizer):
 
     def _update_param(self, p, grad, state, group, scratch) -> None:
         a, b, denom = scratch
-        if not state:
-            state["step"] = 0
-            state["mu_product"] = 1.0
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-        lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
-        state["step"] = step = state["step"] + 1
-        if group["decoupled_weight_decay"]:
-            if weight_decay != 0:
-                p.mul_(1 - lr * weight_decay)
-            weight_decay = 0
-        g = effective_grad(p, grad, weight_decay, group["maximize"], a)
+        step, g = adam_moments(p, grad, state, group, a, b, (("mu_product", 1.0),))
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         bias_correction2 = 1 - beta2 ** step
         momentum_decay = group["momentum_decay"]
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         state["mu_product"] = mu_product = _scalar_product(state["mu_product"], mu)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, g, 1 - beta1, b)
-        exp_avg_sq.mul_(beta2)
-        apply_inplace(E.mul, b, g, 1 - beta2)
-        b.mul_(g)
-        exp_avg_sq.add_(b)
         apply_inplace(E.div, denom, exp_avg_sq, bias_correction2)
         apply_inplace(E.sqrt, denom, denom)
         denom.add_(group["eps"])

@@ -4,9 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..ops import elementwise as E
-from ..ops.factories import zeros_like
 from ..ops.registry import apply_inplace
-from .adam import Adam, effective_grad, lerp_
+from .adam import Adam, adam_moments
 from .optimizer import Optimizer
 
 __all__ = ["RAdam"]
@@ -51,23 +50,9 @@ class RAdam(Optimizer):
 
     def _update_param(self, p, grad, state, group, scratch) -> None:
         a, b = scratch
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-        lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
-        state["step"] = step = state["step"] + 1
-        if group["decoupled_weight_decay"]:
-            if weight_decay != 0:
-                p.mul_(1 - lr * weight_decay)
-            weight_decay = 0
-        g = effective_grad(p, grad, weight_decay, group["maximize"], a)
+        step, _ = adam_moments(p, grad, state, group, a, b)
+        lr, (beta1, beta2) = group["lr"], group["betas"]
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        lerp_(exp_avg, g, 1 - beta1, b)
-        exp_avg_sq.mul_(beta2)
-        apply_inplace(E.mul, b, g, 1 - beta2)
-        b.mul_(g)
-        exp_avg_sq.add_(b)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
         rho_inf = 2 / (1 - beta2) - 1
