@@ -10,7 +10,7 @@ import math
 from ..dtypes import DType, as_dtype, bool_, result_type
 from .infer import broadcast_shapes, check_bool_or_int, float_result, shape_of
 from .lowering_rules import elementwise_rule, ufunc_rule
-from .registry import TensorLike, apply, onnx_rules, register
+from .registry import OnnxNotExportable, TensorLike, apply, onnx_rules, register
 
 # --------------------------------------------------------------------------- inference
 def _cast_needed(dt, a, b):
@@ -374,7 +374,28 @@ def _relu_kernel(xp, a, out=None):
 relu = register("relu", infer=_same_infer, kernel=_relu_kernel, supports_out=True,
                lower=elementwise_rule(lambda ctx, a: f"np.maximum({a}, {ctx.const(0)})",
                                       cuda="(({0} > ({t})0 || {0} != {0}) ? {0} : ({t})0)"),
-                save_output=True, vjp=(lambda g, out, a: g * (out > 0),))
+                save_output=True, vjp=(lambda g, out, a: apply(relu_backward, g, out),))
+
+
+def _relu_backward_kernel(xp, g, out):
+    return xp.multiply(g, out > 0)
+
+
+def _relu_backward_out_grad(gg, out, g, relu_out):
+    # zero, but computed from relu's output: the second gradient of relu(x) * x then stays
+    # connected to x, so a third gradient is zeros, not "does not require grad" (as PyTorch's
+    # threshold_backward)
+    return relu_out * 0
+
+
+# relu's gradient ``g * (out > 0)`` as one op differentiable in ``out`` too (its derivative
+# there is zero), as PyTorch's threshold_backward
+relu_backward = register(
+    "relu_backward", infer=_arith_infer("relu_backward"), kernel=_relu_backward_kernel,
+    lower=elementwise_rule(lambda ctx, g, out: f"({g} * ({out} > {ctx.const(0)}))",
+                           cuda="({0} * ({1} > ({t})0))"),
+    save=(1,), vjp=(lambda gg, out, g, relu_out: apply(relu_backward, gg, relu_out),
+                    _relu_backward_out_grad))
 
 
 def _round_kernel(fname):
@@ -612,6 +633,8 @@ onnx_rules(
     bitwise_not=_onnx_bitwise("Not", "BitwiseNot"),
     log1p=_onnx_log1p, rsqrt=_onnx_rsqrt, isfinite=_onnx_isfinite, clamp=_onnx_clamp,
     where=_onnx_where, cast=_onnx_cast, copy="Identity",
+    relu_backward=OnnxNotExportable("relu's gradient (backward only); an exported model holds "
+                                    "no backward"),
     log2=_onnx_log_base(2.0), log10=_onnx_log_base(10.0), exp2=_onnx_exp2, expm1=_onnx_expm1,
     tan=_onnx_unary_float("Tan"), atan=_onnx_unary_float("Atan"),
     asin=_onnx_unary_float("Asin"), acos=_onnx_unary_float("Acos"),

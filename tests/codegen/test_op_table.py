@@ -24,7 +24,7 @@ UNARY = ("neg", "sign", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "c
          "sinh", "cosh", "trunc")
 BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
           "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
-          "atan2")
+          "atan2", "relu_backward")
 
 
 def test_every_elementwise_rule_is_covered():
