@@ -226,6 +226,32 @@ class Tensor(TensorMethods):
         self._rg = False
         return self
 
+    def _become_view(self, name: str, view: "Tensor") -> "Tensor":
+        """Make this tensor ``view`` (a view of it taken by the in-place shape method ``name``:
+        ``unsqueeze_``, ``t_``, ...): its shape and history become the view's, as PyTorch's.
+
+        Views taken of this tensor before keep their shape, but each view of a base is kept as
+        the chain of view ops that makes it from the base (to rebuild its history after an
+        in-place write); once the base's shape changes those chains no longer apply, so a
+        tensor with live views is refused."""
+        if self._rg and self._node is None and autograd.GradMode.enabled:
+            raise RuntimeError(f"{name}: a leaf tensor that requires grad is being used in an "
+                               "in-place operation; wrap it in hf.no_grad() or clone() it first")
+        if self._views and any(ref() is not None and ref() is not view for ref in self._views):
+            raise RuntimeError(f"{name}: this tensor has views taken of it (slices, reshapes, "
+                               "...), whose history is kept relative to its current shape; "
+                               f"changing its shape in place is not supported here: use "
+                               f"y = x.{name[:-1]}(...) instead")
+        self._data = view._data
+        self._storage = view._storage
+        self.shape = view.shape
+        if self._base is not None:  # a view itself: now one more view op from its base
+            self._chain = view._chain
+        if autograd.GradMode.enabled:
+            self._node = view._node
+            self._rg = view._rg
+        return self
+
     def contiguous(self) -> "Tensor":
         return self if self._data.flags.c_contiguous else apply(E.copy, self)
 

@@ -837,6 +837,19 @@ class TensorMethods(TensorLike):
         return self._random_fill_("normal_", generator, K.normal, mean=float(mean),
                                   std=float(std))
 
+    # in-place shape changes: the tensor itself becomes the view (see ``_become_view``)
+    def squeeze_(self, dim=None):
+        return self._become_view("squeeze_", C.squeeze(self, dim))
+
+    def unsqueeze_(self, dim):
+        return self._become_view("unsqueeze_", C.unsqueeze(self, dim))
+
+    def transpose_(self, dim0, dim1):
+        return self._become_view("transpose_", C.transpose(self, dim0, dim1))
+
+    def t_(self):
+        return self._become_view("t_", self.t())
+
     def _random_fill_(self, name, generator, op, **params):
         if generator is not None:
             raise ValueError(f"{name}: generator is not supported; seed with hf.manual_seed")

@@ -99,6 +99,13 @@ class Variable(TensorMethods):
             return True
         return program.reaches_gradient(self.name)
 
+    def _become_view(self, name: str, view: "Variable"):
+        # (an in-place shape change: eager tensors take the view's shape; a static value's
+        # shape is fixed where the program uses it)
+        raise TypeError(f"{name}: changing the shape of static Variable '{self.name}' in place "
+                        f"is not supported in a static program; rebind it instead: "
+                        f"x = x.{name[:-1]}(...)")
+
     def _to_tensor(self, value):
         return self.block.program.constant(value)
 
