@@ -20,6 +20,7 @@ from ..dtypes import float32
 from ..dygraph.autograd import no_grad
 from ..dygraph.tensor import Tensor, tensor as as_tensor
 from ..ops.factories import rand, randn
+from ..ops.registry import TensorLike
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -74,7 +75,16 @@ def _draw_dtype(tensor):
 
 def _check(name: str, tensor, generator=None) -> None:
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"{name}: expected a hybridfw Tensor, got {type(tensor).__name__}")
+        if isinstance(tensor, TensorLike):  # a static Variable: a value of a program being built
+            label = getattr(tensor, "name", None)
+            what = type(tensor).__name__ + (f" '{label}'" if label else "")
+            raise TypeError(
+                f"{name}: initializes a parameter or eager tensor in place, got the static "
+                f"{what} of a program being built (hf.static.program_guard or to_static); "
+                f"initialize the parameter eagerly before building the program (e.g. "
+                f"hf.nn.init.{name}(layer.weight)), or compute a new value in the program")
+        raise TypeError(f"{name}: expected a hybridfw Tensor (a parameter or eager tensor), got "
+                        f"{type(tensor).__name__}")
     if generator is not None:
         raise TypeError(f"{name}: generator={generator!r} is not supported: hybridfw has no "
                         "generator objects; pass generator=None and seed with hf.manual_seed")
@@ -144,10 +154,12 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    _check("ones_", tensor)
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    _check("zeros_", tensor)
     return constant_(tensor, 0.0)
 
 
@@ -225,6 +237,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 def fan_in_uniform_(weight, bias=None):
     """PyTorch's default for Linear and Conv layers: ``kaiming_uniform_(a=sqrt(5))`` weights and
     a bias drawn from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (left alone when fan_in is 0)."""
+    _check("fan_in_uniform_", weight)
+    if bias is not None:
+        _check("fan_in_uniform_", bias)
     kaiming_uniform_(weight, a=math.sqrt(5))
     if bias is not None:
         fan_in, _ = _calculate_fan_in_and_fan_out(weight)
