@@ -1,5 +1,5 @@
-"""Neural-network primitives: softmax/log_softmax, erf, log_sigmoid, constant padding, the
-pieces of the classification losses (class pick, binary cross-entropy), embedding, one_hot.
+"""Neural-network primitives: softmax/log_softmax, erf, log_sigmoid, hardtanh, constant padding,
+the pieces of the classification losses (class pick, binary cross-entropy), embedding, one_hot.
 
 Importing this module also registers the convolution (``conv``) and pooling (``pooling``)
 primitives. ``hybridfw.nn.functional`` builds the public PyTorch-style functions on these.
@@ -7,7 +7,8 @@ primitives. ``hybridfw.nn.functional`` builds the public PyTorch-style functions
 Each op here is a primitive (rather than a composite) for a reason: numerical stability
 (softmax, log_softmax, log_sigmoid, binary_cross_entropy keep finite values *and* gradients at
 extreme inputs), a function numpy lacks (erf), or a scatter/gather pair whose two halves are each
-other's gradient (pad_constant, nll_loss, embedding).
+other's gradient (pad_constant, nll_loss, embedding), or a gradient that must stay an op of the
+input for higher-order gradients (hardtanh, as PyTorch's hardtanh_backward).
 """
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ from .factories import ones_like
 from .infer import check_float, normalize_dim
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d, max_pool2d_indices
 from ..backend import add_at
+from .lowering_rules import elementwise_rule
 from .registry import OnnxNotExportable, apply, onnx_rules, register
 
-__all__ = ["softmax", "log_softmax", "log_sigmoid", "erf", "pad_constant", "nll_loss",
-           "nll_loss_backward", "binary_cross_entropy", "embedding", "embedding_backward",
-           "one_hot", "conv2d", "conv2d_input_grad", "conv2d_weight_grad", "max_pool2d",
-           "max_pool2d_indices", "avg_pool2d", "adaptive_avg_pool2d"]
+__all__ = ["softmax", "log_softmax", "log_sigmoid", "hardtanh", "hardtanh_backward", "erf",
+           "pad_constant", "nll_loss", "nll_loss_backward", "binary_cross_entropy", "embedding",
+           "embedding_backward", "one_hot", "conv2d", "conv2d_input_grad", "conv2d_weight_grad",
+           "max_pool2d", "max_pool2d_indices", "avg_pool2d", "adaptive_avg_pool2d"]
 
 
 # --------------------------------------------------------------------------- softmax
@@ -98,6 +100,50 @@ log_sigmoid = register("log_sigmoid", infer=_float_unary_infer("log_sigmoid"),
                        kernel=_log_sigmoid_kernel, save=(0,),
                        vjp=(lambda g, out, a: g * apply(E.sigmoid, -a),),
                        doc="log(sigmoid(x)), stable; its derivative is sigmoid(-x).")
+
+
+# --------------------------------------------------------------------------- hardtanh
+# A primitive (not where/clamp composed) so that its gradient is an op of the input, as
+# PyTorch's hardtanh_backward: the second gradient of hardtanh(x) * x then stays connected to
+# x (with a zero derivative), and a third gradient is zeros rather than an error.
+def _hardtanh_infer(a, *, min_val, max_val):
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    return E._clamp_infer(a, min=min_val, max=max_val)
+
+
+def _hardtanh_kernel(xp, a, *, min_val, max_val, out=None):
+    return xp.clip(a, min_val, max_val, out=out)
+
+
+def _hardtanh_backward_kernel(xp, g, a, *, min_val, max_val):
+    # as PyTorch, the gradient flows only strictly inside: 0 at the bounds too
+    return xp.multiply(g, (a > min_val) & (a < max_val))
+
+
+def _hardtanh_backward_lower(ctx, g, a, *, min_val, max_val):
+    return (f"({g} * (({a} > {ctx.const(min_val)}) & ({a} < {ctx.const(max_val)})))")
+
+
+hardtanh = register(
+    "hardtanh", infer=_hardtanh_infer, kernel=_hardtanh_kernel, supports_out=True,
+    lower=elementwise_rule(lambda ctx, a, *, min_val, max_val:
+                           E._clamp_lower(ctx, a, min=min_val, max=max_val)),
+    save=(0,), vjp=(lambda g, out, a, **bounds: apply(hardtanh_backward, g, a, **bounds),),
+    doc="``a`` clipped to ``[min_val, max_val]``; its gradient is ``hardtanh_backward``.")
+
+
+def _hardtanh_backward_infer(g, a, *, min_val, max_val):
+    return E._arith_infer("hardtanh_backward")(g, a)
+
+
+hardtanh_backward = register(
+    "hardtanh_backward", infer=_hardtanh_backward_infer, kernel=_hardtanh_backward_kernel,
+    lower=elementwise_rule(_hardtanh_backward_lower), save=(1,),
+    vjp=(lambda gg, out, g, a, **bounds: apply(hardtanh_backward, gg, a, **bounds),
+         lambda gg, out, g, a, **bounds: a * 0),  # (zero, but an op of a: see hardtanh)
+    doc="``g`` where ``min_val < a < max_val``, else 0: hardtanh's gradient.")
 
 
 # --------------------------------------------------------------------------- erf
@@ -448,6 +494,10 @@ def _onnx_log_sigmoid(ctx, a):
     return ctx.node("Sub", [ctx.node("Min", [x, ctx.const(0, dt)]), soft])
 
 
+def _onnx_hardtanh(ctx, a, *, min_val, max_val):
+    return E._onnx_clamp(ctx, a, min=min_val, max=max_val)
+
+
 def _onnx_pad(ctx, x, *, pad, value):
     ndim = ctx.metas[0].ndim
     begin, end = [0] * ndim, [0] * ndim
@@ -494,4 +544,5 @@ _NN_BACKWARD = OnnxNotExportable("a gradient op (backward only); an exported mod
 onnx_rules(softmax=_onnx_softmax("Softmax"), log_softmax=_onnx_softmax("LogSoftmax"),
            log_sigmoid=_onnx_log_sigmoid, erf="Erf", pad_constant=_onnx_pad, nll_loss=_onnx_nll,
            binary_cross_entropy=_onnx_bce, embedding=_onnx_embedding, one_hot=_onnx_one_hot,
-           nll_loss_backward=_NN_BACKWARD, embedding_backward=_NN_BACKWARD)
+           nll_loss_backward=_NN_BACKWARD, embedding_backward=_NN_BACKWARD,
+           hardtanh=_onnx_hardtanh, hardtanh_backward=_NN_BACKWARD)

@@ -29,7 +29,8 @@ BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maxim
 
 def test_every_elementwise_rule_is_covered():
     lowered = {n for n, op in all_ops().items() if op.lower is not None and op.lower.elementwise}
-    assert lowered - set(UNARY) - set(BINARY) == {"where", "clamp", "cast", "full"}
+    assert lowered - set(UNARY) - set(BINARY) == {"where", "clamp", "cast", "full", "hardtanh",
+                                                  "hardtanh_backward"}
 
 
 def _values(shape, dtype):
@@ -123,7 +124,10 @@ def test_where_clamp_cast(need_numba):
         cases += [("where", [cond, _values((3, 4), dt), _values((4,), dt)], {}),
                   ("where", [cond, _values((3, 4), dt), 0], {}),
                   ("clamp", [_values((3, 4), dt)], {"min": -1, "max": 2}),
-                  ("clamp", [_values((5,), dt)], {"min": 0.5})]
+                  ("clamp", [_values((5,), dt)], {"min": 0.5}),
+                  ("hardtanh", [_values((3, 4), dt)], {"min_val": -1.5, "max_val": 0.5}),
+                  ("hardtanh_backward", [_values((3, 4), dt), _values((4,), dt)],
+                   {"min_val": -1.0, "max_val": 1.0})]
     cases += [("cast", [_values((6,), src)], {"dtype": hf.as_dtype(dst)})
               for src in ("float32", "int64", "bool") for dst in ("float64", "int32", "bool")]
     assert _compare(cases) == len(cases)

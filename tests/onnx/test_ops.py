@@ -83,6 +83,8 @@ CASES = {
     "isfinite_int": (lambda i: hf.isfinite(i), [I], lambda i: np.ones(i.shape, bool)),
     "clamp": (lambda a: a.clamp(-0.5, 0.7) + a.clamp(min=0.1), [A],
               lambda a: np.clip(a, -0.5, 0.7) + np.maximum(a, 0.1)),
+    "hardtanh": (lambda a: hf.nn.functional.hardtanh(a, -0.5, 0.7) + hf.nn.functional.relu6(a),
+                 [A], lambda a: np.clip(a, -0.5, 0.7) + np.clip(a, 0, 6)),
     "where": (lambda m, a, i: hf.where(m, a, i), [M, A, I],
               lambda m, a, i: np.where(m, a, i).astype(np.float32)),
     "cast": (lambda a: (a * 3).astype(hf.int32), [A], lambda a: (a * 3).astype(np.int32)),

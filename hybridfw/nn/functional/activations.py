@@ -49,7 +49,9 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # n
     if inplace:  # times 1 or the slope: the gradient needs only that factor, not the old x
         factor = (input > 0).to(input.dtype) * (1 - negative_slope) + negative_slope
         return apply_inplace(E.mul, input, input, factor)
-    return C.where(input > 0, input, input * negative_slope)
+    # relu(input) equals input where it is taken; through it the gradient stays an op of the
+    # input (relu_backward), so higher-order gradients of leaky_relu(x) * x work, as PyTorch's
+    return C.where(input > 0, apply(E.relu, input), input * negative_slope)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
@@ -71,13 +73,9 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
              inplace: bool = False):
     """``input`` clipped to ``[min_val, max_val]``; as PyTorch, the gradient is 0 at the bounds
     too (it flows only strictly inside)."""
-    if min_val > max_val:
-        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
-                         f"({max_val})")
     if inplace:  # (computed from a copy: the gradient needs the old values)
         return input.copy_(hardtanh(input.clone(), min_val, max_val))
-    inside = (input > min_val) & (input < max_val)
-    return C.where(inside, input, C.clamp(input, min=min_val, max=max_val).detach())
+    return apply(N.hardtanh, input, min_val=min_val, max_val=max_val)
 
 
 def relu6(input, inplace: bool = False):  # noqa: A002
