@@ -107,7 +107,7 @@ def test_other_dtype_errors():
     _raises(TypeError, lambda: hf.zeros(2, dtype="complex64"), "complex64")
     _raises(TypeError, lambda: hf.ones(2, 3).gather(1, hf.tensor([[0], [1]], dtype="float32")),
             "gather", "float32")
-    _raises(TypeError, lambda: hf.randint(0, 3, (2,), dtype="float32"), "randint")
+    _raises(TypeError, lambda: hf.randint(0, 3, (2,), dtype="complex64"), "complex64")
 
 
 def test_inplace_result_type_error():
