@@ -529,7 +529,7 @@ class TensorMethods(TensorLike):
         return C.reshape(self, *sizes, shape=shape)
 
     def view(self, *shape, size=None):
-        return C.reshape(self, *C._sizes_argument("view", shape, "size", size))
+        return C.view(self, *shape, size=size)
 
     def flatten(self, start_dim=0, end_dim=-1):
         return C.flatten(self, start_dim, end_dim)
