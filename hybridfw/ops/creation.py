@@ -97,7 +97,10 @@ def _arange_infer(*, start, stop, step, dtype, device):
 def _arange_kernel(xp, *, start, stop, step, dtype, device):
     dt = as_dtype(dtype)
     if dt.is_floating_point:
-        return xp.arange(start, stop, step, dtype=dt.np)
+        # PyTorch's start + i * step, worked in float64 then rounded once (numpy's float32
+        # arange accumulates a rounded step: 0.90000004 for arange(0, 1, 0.3)[3])
+        length = arange_length(start, stop, step, dt)
+        return (xp.arange(length, dtype=xp.float64) * step + start).astype(dt.np)
     # PyTorch's integer arange: int(start) + i * int(step) (numpy's differs on float bounds)
     length = arange_length(start, stop, step, dt)
     start, step = int(start), int(step)

@@ -106,3 +106,15 @@ def test_arange_refuses_bounds_against_the_step():
 def test_tensor_of_unsupported_elements_names_them():
     with pytest.raises(TypeError, match="NoneType"):
         hf.tensor([1, None])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_float_arange_is_start_plus_i_step_rounded_once(dtype):
+    # PyTorch's start + i * step worked in float64; numpy's float32 arange adds a rounded
+    # step (arange(0, 1, 0.3)[3] was 0.90000004 where PyTorch gives 0.9)
+    for start, end, step in [(0, 1, 0.3), (0, 0.7, 0.1), (-1.3, 2.2, 0.4), (2.5, -2, -0.7)]:
+        got = hf.arange(start, end, step, dtype=dtype).numpy()
+        n = int(np.ceil((end - start) / step))
+        want = (start + np.arange(n, dtype=np.float64) * step).astype(dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
