@@ -206,6 +206,10 @@ class TensorMethods(TensorLike):
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
         return bool(Q.isclose(self, other, rtol, atol, equal_nan).all())
 
+    def equal(self, other) -> bool:
+        """Same shape and the same elements (a Python bool), as ``hf.equal``."""
+        return tuple(self.shape) == tuple(other.shape) and bool((self == other).all())
+
     def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
         return Q.nan_to_num(self, nan, posinf, neginf)
 
