@@ -107,7 +107,7 @@ def test_other_dtype_errors():
     _raises(TypeError, lambda: hf.zeros(2, dtype="complex64"), "complex64")
     _raises(TypeError, lambda: hf.ones(2, 3).gather(1, hf.tensor([[0], [1]], dtype="float32")),
             "gather", "float32")
-    _raises(TypeError, lambda: hf.randint(0, 3, (2,), dtype="float32"), "randint")
+    _raises(TypeError, lambda: hf.randint(0, 3, (2,), dtype="complex64"), "complex64")
 
 
 def test_inplace_result_type_error():
@@ -149,3 +149,20 @@ def test_unknown_device_type():
         hf.device("cuda:x")
     with pytest.raises(ValueError):
         hf.zeros(2, device="mps:0x")
+
+
+# ====================================================== composites name the op the user called
+def test_view_expand_masked_fill_errors_name_their_op():
+    _raises(ValueError, lambda: hf.zeros(2, 3).view(5), "view", "(5,)", "(2, 3)")
+    _raises(ValueError, lambda: hf.zeros(2, 3).view((4, -1)), "view", "(2, 3)")
+    _raises(ValueError, lambda: hf.zeros(2, 3).expand(4, 3), "expand", "(2, 3)", "(4, 3)")
+    _raises(ValueError, lambda: hf.zeros(2, 3).expand(3), "expand", "fewer dims")
+    _raises(ValueError, lambda: hf.zeros(2, 3).broadcast_to((4, 3)), "broadcast_to", "(2, 3)")
+    _raises(ValueError, lambda: hf.zeros(2, 3).masked_fill(hf.zeros(4, dtype=hf.bool), 1.0),
+            "masked_fill", "(2, 3)", "(4,)")
+    _raises(TypeError, lambda: hf.zeros(2).masked_fill(hf.zeros(2), 1.0),
+            "masked_fill", "bool", "float32")
+    # the valid forms still work
+    assert hf.zeros(2, 3).view(3, -1).shape == (3, 2)
+    assert hf.zeros(1, 3).expand(-1, 3).shape == (1, 3)
+    assert hf.zeros(3).masked_fill(hf.ones(2, 3, dtype=hf.bool), 1.0).tolist() == [[1.0] * 3] * 2

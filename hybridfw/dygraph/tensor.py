@@ -16,7 +16,7 @@ from ..dtypes import (DType, as_dtype, bool_, dtype_of_array, float32, get_defau
                       promote_types)
 from ..ops import elementwise as E
 from ..ops.composite import _sizes_argument
-from ..ops.composite import reshape as _reshape
+from ..ops.composite import view as _view
 from ..ops.infer import normalize_dim
 from ..ops import shape_ops as S
 from ..ops.methods import TensorMethods
@@ -282,7 +282,7 @@ class Tensor(TensorMethods):
                     f"contiguous subspaces. Use .reshape(...) instead.") from None
             except (ValueError, TypeError):
                 pass  # a size mismatch: reshape below names it as for any tensor
-        return _reshape(self, *shape)
+        return _view(self, *shape)
 
     def stride(self, dim=None):
         """The step, in elements, between neighbours along each dim (a tuple), or along ``dim``.

@@ -73,7 +73,11 @@ def _flatten(value, leaves: list):
         return (type(value).__name__, tuple(_flatten(v, leaves) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _flatten(v, leaves)) for k, v in value.items()))
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+    if isinstance(value, float):
+        # repr tells -0.0 from 0.0 (equal as keys, different programs: 1 / x) and matches
+        # nan to nan (never equal as a key: a new trace on every call)
+        return ("py", type(value).__name__, repr(value))
+    if value is None or isinstance(value, (bool, int, str, bytes)):
         return ("py", type(value).__name__, value)
     if isinstance(value, np.ndarray):
         return ("ndarray", value.shape, str(value.dtype), value.tobytes())

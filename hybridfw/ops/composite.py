@@ -14,7 +14,7 @@ from collections import namedtuple
 from ..dtypes import as_dtype, bool_, float16, float32, promote_types
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
-from .infer import normalize_dim, normalize_dims, numel
+from .infer import broadcast_shapes, normalize_dim, normalize_dims, numel
 from .registry import TensorLike, apply
 
 __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatten", "squeeze",
@@ -198,14 +198,26 @@ def _sizes_argument(op: str, sizes: tuple, keyword: str, value) -> tuple:
 def reshape(input, *sizes, shape=None):  # noqa: A002
     """``input`` with a new shape (``reshape(x, 2, 3)``, ``reshape(x, (2, 3))`` or
     ``reshape(x, shape=(2, 3))``; one size may be -1)."""
-    x, shape = input, _sizes_argument("reshape", sizes, "shape", shape)
+    return _reshape("reshape", input, _sizes_argument("reshape", sizes, "shape", shape))
+
+
+def view(input, *sizes, size=None):  # noqa: A002
+    """``input`` seen with a new shape (``view(x, 2, 3)``, ``view(x, (2, 3))`` or
+    ``view(x, size=(2, 3))``); errors name ``view``."""
+    return _reshape("view", input, _sizes_argument("view", sizes, "size", size))
+
+
+def _reshape(op: str, x, shape: tuple):
     dynamic = S.size_entries(shape, own=x)  # sizes a static program knows when it runs
     if dynamic is not None:
         plain = S.static_reshape_shape(x, *dynamic)
         if plain is not None:
             return apply(S.reshape, x, shape=plain)
         return apply(S.reshape_dynamic, x, *dynamic[1], shape=dynamic[0])
-    return apply(S.reshape, x, shape=tuple(int(s) for s in shape))
+    shape = tuple(int(s) for s in shape)
+    if op != "reshape":  # refused under the name the user called (reshape's own infer checks)
+        S.resolve_shape(op, x.shape, shape)
+    return apply(S.reshape, x, shape=shape)
 
 
 def permute(input, *order, dims=None):  # noqa: A002
@@ -288,6 +300,7 @@ def expand(input, *sizes, size=None):  # noqa: A002
 
 def _broadcast(op: str, input, sizes):  # noqa: A002
     shape, others = _static_sizes(op, input, sizes)
+    S.broadcast_target(op, input.shape, shape)  # refused under the name the user called
     if others:
         # sizes of other tensors a static program knows when it runs (cls.expand(x.size(0),
         # -1, -1)): ``where`` over a mask of those sizes broadcasts to them, gradient included
@@ -480,6 +493,10 @@ def masked_fill(input, mask, value):  # noqa: A002
     an integer tensor truncates toward 0, any nonzero one (inf too) on a bool tensor is True,
     as PyTorch casts it."""
     x = input
+    if not isinstance(mask, TensorLike) or mask.dtype is not bool_:
+        got = f"dtype {mask.dtype}" if isinstance(mask, TensorLike) else type(mask).__name__
+        raise TypeError(f"masked_fill: mask must be a bool tensor, got {got}")
+    broadcast_shapes("masked_fill", tuple(x.shape), tuple(mask.shape))
     if isinstance(value, TensorLike):
         if value.ndim:
             raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got a "

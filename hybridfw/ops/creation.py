@@ -97,7 +97,10 @@ def _arange_infer(*, start, stop, step, dtype, device):
 def _arange_kernel(xp, *, start, stop, step, dtype, device):
     dt = as_dtype(dtype)
     if dt.is_floating_point:
-        return xp.arange(start, stop, step, dtype=dt.np)
+        # PyTorch's start + i * step, worked in float64 then rounded once (numpy's float32
+        # arange accumulates a rounded step: 0.90000004 for arange(0, 1, 0.3)[3])
+        length = arange_length(start, stop, step, dt)
+        return (xp.arange(length, dtype=xp.float64) * step + start).astype(dt.np)
     # PyTorch's integer arange: int(start) + i * int(step) (numpy's differs on float bounds)
     length = arange_length(start, stop, step, dt)
     start, step = int(start), int(step)
@@ -114,7 +117,18 @@ def _linspace_infer(*, start, end, steps, dtype, device):
 
 
 def _linspace_kernel(xp, *, start, end, steps, dtype, device):
-    return xp.linspace(start, end, steps, dtype=as_dtype(dtype).np)
+    dt = as_dtype(dtype)
+    if dt.is_floating_point:
+        return xp.linspace(start, end, steps, dtype=dt.np)
+    # PyTorch's integer linspace: the bounds and each value truncated toward 0, the second half
+    # counted back from ``end`` (numpy floors: linspace(-5, 5, 5) gave -3 where PyTorch gives -2)
+    start, end = int(start), int(end)
+    if steps == 1:
+        return xp.full(1, start, dtype=dt.np)
+    i = xp.arange(steps, dtype=xp.float64)
+    step = (end - start) / (steps - 1)
+    values = xp.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+    return xp.trunc(values).astype(dt.np)
 
 
 linspace = register("linspace", infer=_linspace_infer, kernel=_linspace_kernel)

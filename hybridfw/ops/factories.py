@@ -236,8 +236,11 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None):
         if high is None or not isinstance(high, (tuple, list)):
             raise TypeError("randint: expected randint(low, high, size) or randint(high, size)")
         low, high, size = 0, low, high
-    return apply(K.randint, low=int(low), high=int(high), shape=_shape("randint", (size,)),
-                 dtype=as_dtype(dtype) if dtype is not None else int64, device=_dev(device))
+    dt = as_dtype(dtype) if dtype is not None else int64
+    integral = dt if dt.category == int64.category else int64
+    draw = apply(K.randint, low=int(low), high=int(high), shape=_shape("randint", (size,)),
+                 dtype=integral, device=_dev(device))
+    return draw if integral is dt else draw.astype(dt)  # PyTorch draws floats/bools too
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002

@@ -33,7 +33,8 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "relu", "neg", "sign", "floor", "ceil", "round", "isnan", "isinf", "isfinite", "add",
            "sub", "mul", "div", "square", "concat", "amax", "amin", "logical_not", "eq", "ne",
            "lt", "le", "gt", "ge", "expand", "concatenate", "softmax", "log_softmax", "is_tensor",
-           "numel", "allclose", "equal", "floor_divide", "remainder", "nonzero",
+           "numel", "allclose", "equal", "is_floating_point", "unflatten", "floor_divide",
+           "remainder", "nonzero",
            "mm", "bmm", "mv", "dot", "outer", "reciprocal", "log2", "log10", "exp2", "expm1",
            "tan", "atan", "asin", "acos", "sinh", "cosh", "trunc", "frac", "erf",
            "broadcast_shapes", "broadcast_tensors", "flip", "fmax", "fmin", "masked_select",
@@ -184,7 +185,17 @@ def t(input):  # noqa: A002
 
 def equal(input, other) -> bool:  # noqa: A002
     """Same shape and the same elements."""
-    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+    return input.equal(other)
+
+
+def is_floating_point(input) -> bool:  # noqa: A002
+    """Whether ``input``'s dtype is a floating-point one, as ``input.is_floating_point()``."""
+    return input.is_floating_point()
+
+
+def unflatten(input, dim: int, sizes):  # noqa: A002
+    """``input`` with ``dim`` split into ``sizes``, as ``input.unflatten(dim, sizes)``."""
+    return C.unflatten(input, dim, sizes)
 
 
 def result_type(tensor, other) -> DType:

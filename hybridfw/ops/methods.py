@@ -206,6 +206,10 @@ class TensorMethods(TensorLike):
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
         return bool(Q.isclose(self, other, rtol, atol, equal_nan).all())
 
+    def equal(self, other) -> bool:
+        """Same shape and the same elements (a Python bool), as ``hf.equal``."""
+        return tuple(self.shape) == tuple(other.shape) and bool((self == other).all())
+
     def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
         return Q.nan_to_num(self, nan, posinf, neginf)
 
@@ -529,7 +533,7 @@ class TensorMethods(TensorLike):
         return C.reshape(self, *sizes, shape=shape)
 
     def view(self, *shape, size=None):
-        return C.reshape(self, *C._sizes_argument("view", shape, "size", size))
+        return C.view(self, *shape, size=size)
 
     def flatten(self, start_dim=0, end_dim=-1):
         return C.flatten(self, start_dim, end_dim)

@@ -284,20 +284,27 @@ permute = register("permute", infer=_permute_infer, view=True,
                         apply(permute, g, dims=_inverse_permutation(dims)),))
 
 
-def _broadcast_to_infer(a, *, shape):
-    shape = tuple(shape)
-    if len(shape) < a.ndim:
-        raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to fewer dims {shape}")
-    lead = len(shape) - a.ndim
-    out = list(shape[:lead])
-    for s, t in zip(a.shape, shape[lead:]):
-        if t == -1:  # PyTorch's expand: -1 keeps the size
+def broadcast_target(op: str, shape, target) -> tuple:
+    """The shape ``shape`` takes broadcast to ``target`` (-1 there keeps the size, as
+    PyTorch's expand), with an error naming ``op`` (``expand``, ``broadcast_to``) where it
+    cannot."""
+    shape, target = tuple(shape), tuple(target)
+    if len(target) < len(shape):
+        raise ValueError(f"{op}: cannot broadcast shape {shape} to fewer dims {target}")
+    lead = len(target) - len(shape)
+    out = list(target[:lead])
+    for s, t in zip(shape, target[lead:]):
+        if t == -1:
             out.append(s)
         elif s == t or s == 1 or s == -1:
             out.append(t)
         else:
-            raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to {shape}")
-    return tuple(out), a.dtype, None
+            raise ValueError(f"{op}: cannot broadcast shape {shape} to {target}")
+    return tuple(out)
+
+
+def _broadcast_to_infer(a, *, shape):
+    return broadcast_target("broadcast_to", a.shape, shape), a.dtype, None
 
 
 def sum_to(g, shape):

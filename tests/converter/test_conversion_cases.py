@@ -19,6 +19,7 @@ messages, so pytest's assertion rewriting is off for this module.
 from __future__ import annotations
 
 import contextlib
+import io
 import signal
 import sys
 import warnings
@@ -2257,3 +2258,22 @@ def test_no_retrace_for_many_values():
         x = np.abs(rng.standard_normal(3)) + 0.01
         assert_same(while_double(hf.tensor(x)), f(hf.tensor(x)))
     assert cache_info(f).misses == 1
+
+
+def prints_to_stderr(x):
+    print("loss", x.sum(), file=sys.stderr)
+    return x + 1
+
+
+def test_print_to_sys_stderr_reaches_each_calls_stream():
+    # file=sys.stderr is looked up on every run, as eager print does: a stream swapped in
+    # after tracing (pytest's capture, contextlib.redirect_stderr) receives the later calls
+    f = hf.jit.to_static(prints_to_stderr)
+    for value in (1.0, 2.0):
+        stream = io.StringIO()
+        with contextlib.redirect_stderr(stream):
+            f(hf.full((2,), value))
+        expected = io.StringIO()
+        with contextlib.redirect_stderr(expected):
+            prints_to_stderr(hf.full((2,), value))
+        assert stream.getvalue() == expected.getvalue() != ""

@@ -2397,3 +2397,19 @@ def test_a_converted_function_called_inside_another_is_part_of_its_program():
         out = double(d)
     (res,) = hf.static.Executor().run(prog, feed={"d": x.numpy()}, fetch_list=[out])
     np.testing.assert_allclose(np.asarray(res), x.numpy() * 2.0)
+
+
+def _scale(x, k):
+    return x * k
+
+
+def test_float_arguments_key_the_cache_by_their_exact_value():
+    # -0.0 == 0.0 as dict keys, yet the programs differ (1 * -0.0 is -0.0); nan != nan as a key
+    # would retrace on every call
+    f = hf.jit.to_static(_scale)
+    assert np.signbit(f(hf.ones(1), -0.0).numpy()).all()
+    assert not np.signbit(f(hf.ones(1), 0.0).numpy()).any()
+    assert f.cache_info().misses == 2
+    assert np.isnan(f(hf.ones(1), float("nan")).numpy()).all()
+    assert np.isnan(f(hf.ones(1), float("nan")).numpy()).all()
+    assert f.cache_info().misses == 3

@@ -106,3 +106,31 @@ def test_arange_refuses_bounds_against_the_step():
 def test_tensor_of_unsupported_elements_names_them():
     with pytest.raises(TypeError, match="NoneType"):
         hf.tensor([1, None])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_float_arange_is_start_plus_i_step_rounded_once(dtype):
+    # PyTorch's start + i * step worked in float64; numpy's float32 arange adds a rounded
+    # step (arange(0, 1, 0.3)[3] was 0.90000004 where PyTorch gives 0.9)
+    for start, end, step in [(0, 1, 0.3), (0, 0.7, 0.1), (-1.3, 2.2, 0.4), (2.5, -2, -0.7)]:
+        got = hf.arange(start, end, step, dtype=dtype).numpy()
+        n = int(np.ceil((end - start) / step))
+        want = (start + np.arange(n, dtype=np.float64) * step).astype(dtype)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_integer_linspace_truncates_toward_zero_as_torch(dtype):
+    # bounds and values truncate toward 0 and the second half counts back from the end
+    # (numpy floors: -3 for the second value of linspace(-5, 5, 5), PyTorch gives -2)
+    cases = {(-5, 5, 5): [-5, -2, 0, 2, 5], (0.5, 9.5, 3): [0, 4, 9], (0, 10, 4): [0, 3, 6, 10],
+             (-3.3, 7.1, 3): [-3, 2, 7], (7, -3, 4): [7, 3, 0, -3], (2.7, 0, 1): [2],
+             (0, 1, 0): []}
+    for (start, end, steps), want in cases.items():
+        got = hf.linspace(start, end, steps, dtype=dtype)
+        assert got.dtype == getattr(hf, dtype) and got.tolist() == want, (start, end, steps)
+    torch = pytest.importorskip("torch")
+    for start, end, steps in [(-5, 5, 7), (0.5, 9.5, 100), (-1e3, 3.7, 33), (3, 1000, 15)]:
+        want = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).tolist()
+        assert hf.linspace(start, end, steps, dtype=dtype).tolist() == want

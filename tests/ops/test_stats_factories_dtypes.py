@@ -130,3 +130,18 @@ def test_result_type_matches_torch(make):
     torch = pytest.importorskip("torch")
     got = hf.result_type(*make(hf))
     assert str(got).split(".")[-1] == str(torch.result_type(*make(torch))).split(".")[-1]
+
+
+def test_randint_takes_float_and_bool_dtypes_as_torch():
+    hf.manual_seed(0)
+    r = hf.randint(2, 6, (500,), dtype="float32")
+    assert r.dtype == hf.float32 and r.shape == (500,)
+    v = r.numpy()
+    assert set(np.unique(v)) == {2.0, 3.0, 4.0, 5.0}
+    assert hf.randint(3, (4,), dtype=hf.float64).dtype == hf.float64
+    b = hf.randint(0, 2, (200,), dtype="bool")
+    assert b.dtype == hf.bool and b.numpy().any() and not b.numpy().all()
+    hf.manual_seed(1)
+    a = hf.randint(0, 10, (5,), dtype="float16").numpy()
+    hf.manual_seed(1)
+    assert np.array_equal(a, hf.randint(0, 10, (5,)).numpy().astype(np.float16))

@@ -343,3 +343,12 @@ def test_index_select_with_a_float_index_is_a_type_error():
     torch = pytest.importorskip("torch")
     with pytest.raises(RuntimeError):
         torch.ones(3).index_select(0, torch.tensor([0.0]))
+
+
+def test_equal_method_and_is_floating_point_unflatten_functions():
+    a = hf.tensor([1.0, 2.0])
+    assert a.equal(hf.tensor([1.0, 2.0])) is True
+    assert a.equal(hf.tensor([1.0, 3.0])) is False and a.equal(hf.ones(3)) is False
+    assert hf.is_floating_point(a) is True
+    assert hf.is_floating_point(hf.tensor([1])) is False
+    assert hf.unflatten(hf.arange(6), 0, (2, 3)).tolist() == [[0, 1, 2], [3, 4, 5]]

@@ -20,6 +20,7 @@ import dis
 import functools
 import inspect
 import operator
+import sys
 import types
 
 import numpy as np
@@ -374,6 +375,10 @@ def convert_print(*args, **kwargs):
         _grad_predicates(extra, predicates)
     predicates = list({id(p): p for p in predicates}.values())
     count = len(inputs)
+    # file=sys.stdout/sys.stderr means the stream of each run (pytest's capsys and
+    # contextlib.redirect_stderr replace it), not the object the tracing call saw
+    standard = next((name for name in ("stdout", "stderr")
+                     if kwargs.get("file") is getattr(sys, name)), None)
 
     def run(*arrays):
         flags = {id(p): bool(a) for p, a in zip(predicates, arrays[count:])}
@@ -391,6 +396,8 @@ def convert_print(*args, **kwargs):
                 fields[i][k] = value
         for i, values in fields.items():
             full[i] = args[i].render(values)
+        if standard is not None:
+            kwargs["file"] = getattr(sys, standard)
         print(*full, **kwargs)
         return ()
     run.__qualname__ = "print"
