@@ -607,6 +607,8 @@ class StaticFunction:
         leaves: list = []
         structure = _flatten((args, kwargs), leaves)
         specs = self._specs
+        if specs is not None and len(leaves) < len(specs):
+            self._check_arrays(args, kwargs)
         shapes = []
         for i, t in enumerate(leaves):
             shape = t.shape
@@ -621,6 +623,25 @@ class StaticFunction:
         if self.instance is not None and hasattr(self.instance, "modules"):
             mode = tuple(m.training for m in self.instance.modules())
         return (structure, tuple(shapes), grad, mode), leaves
+
+    def _check_arrays(self, args, kwargs) -> None:
+        """Fewer tensors than InputSpecs: a numpy array given for a tensor would become a
+        constant of the program, and later tensors would pair with the wrong specs; refused,
+        naming the argument."""
+        try:
+            names = list(inspect.signature(self.dygraph_function).parameters)
+        except (TypeError, ValueError):
+            names = []
+        if self.instance is not None:
+            names = names[1:]
+        found = [(repr(names[k]) if k < len(names) else str(k), v) for k, v in enumerate(args)]
+        found += [(repr(k), v) for k, v in kwargs.items()]
+        for where, value in found:
+            if isinstance(value, np.ndarray):
+                raise TypeError(
+                    f"to_static({self.__qualname__}): argument {where} is a numpy array where "
+                    f"the InputSpecs expect a tensor; pass a tensor (hf.from_numpy(a) or "
+                    f"hf.tensor(a))")
 
     def _spec_error(self, i, t, spec, args, kwargs) -> ValueError:
         """The error for tensor input ``i`` violating its InputSpec: it names the argument

@@ -2413,3 +2413,20 @@ def test_float_arguments_key_the_cache_by_their_exact_value():
     assert np.isnan(f(hf.ones(1), float("nan")).numpy()).all()
     assert np.isnan(f(hf.ones(1), float("nan")).numpy()).all()
     assert f.cache_info().misses == 3
+
+
+def test_a_numpy_array_where_an_input_spec_expects_a_tensor_is_refused_naming_it():
+    """It was taken as a constant of the program, and the next argument's tensor was checked
+    against this argument's spec (an int64 spec on a float32 tensor passed unnoticed)."""
+    def f(x, y):
+        return x + y
+
+    g = hf.jit.to_static(f, input_spec=[hf.jit.InputSpec([None, 3]),
+                                        hf.jit.InputSpec([None, 3], "int64")])
+    with pytest.raises(TypeError, match=r"argument 'x' is a numpy array where the InputSpecs "
+                                        r"expect a tensor.*from_numpy"):
+        g(np.ones((2, 3), np.float32), hf.ones(2, 3))
+    with pytest.raises(ValueError, match="argument 'y'"):
+        g(hf.ones(2, 3), hf.ones(2, 3))
+    out = g(hf.ones(2, 3), hf.ones(2, 3, dtype="int64"))
+    np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.0))
