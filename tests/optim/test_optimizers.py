@@ -64,8 +64,9 @@ def sgd_ref(p, g, s, t, lr, momentum=0, dampening=0, weight_decay=0, nesterov=Fa
     return p - lr * g
 
 
-def adam_ref(p, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-             maximize=False, decoupled=False):
+def _moments_ref(p, g, s, lr, betas, weight_decay, decoupled, maximize):
+    """The start Adam, NAdam and RAdam share: the effective gradient (or AdamW's decay of p)
+    and both moments, updated in ``s``; returns (p, g)."""
     b1, b2 = betas
     g = -g if maximize else g
     if weight_decay:
@@ -75,6 +76,13 @@ def adam_ref(p, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgr
             g = g + weight_decay * p
     s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
     s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    return p, g
+
+
+def adam_ref(p, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
+             maximize=False, decoupled=False):
+    b1, b2 = betas
+    p, g = _moments_ref(p, g, s, lr, betas, weight_decay, decoupled, maximize)
     v = s["v"]
     if amsgrad:
         s["vmax"] = v = np.maximum(s.get("vmax", 0), v)
@@ -111,20 +119,13 @@ def adagrad_ref(p, g, s, t, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumul
 def nadam_ref(p, g, s, t, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
               momentum_decay=4e-3, decoupled_weight_decay=False, maximize=False):
     b1, b2 = betas
-    g = -g if maximize else g
-    if weight_decay:
-        if decoupled_weight_decay:
-            p = p * (1 - lr * weight_decay)
-        else:
-            g = g + weight_decay * p
+    p, g = _moments_ref(p, g, s, lr, betas, weight_decay, decoupled_weight_decay, maximize)
 
     def mu(k):
         return b1 * (1 - 0.5 * 0.96 ** (k * momentum_decay))
 
     # the product of the mu's, kept in float32 as PyTorch's scalar state (default dtype)
     s["prod"] = float(np.float32(s.get("prod", 1.0)) * np.float32(mu(t)))
-    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
-    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
     denom = np.sqrt(s["v"] / (1 - b2 ** t)) + eps
     return (p - lr * (1 - mu(t)) / (1 - s["prod"]) * g / denom
             - lr * mu(t + 1) / (1 - s["prod"] * mu(t + 1)) * s["m"] / denom)
@@ -133,14 +134,7 @@ def nadam_ref(p, g, s, t, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
 def radam_ref(p, g, s, t, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
               decoupled_weight_decay=False, maximize=False):
     b1, b2 = betas
-    g = -g if maximize else g
-    if weight_decay:
-        if decoupled_weight_decay:
-            p = p * (1 - lr * weight_decay)
-        else:
-            g = g + weight_decay * p
-    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
-    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    p, g = _moments_ref(p, g, s, lr, betas, weight_decay, decoupled_weight_decay, maximize)
     m_hat = s["m"] / (1 - b1 ** t)
     rho_inf = 2 / (1 - b2) - 1
     rho = rho_inf - 2 * t * b2 ** t / (1 - b2 ** t)
