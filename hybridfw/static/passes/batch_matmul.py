@@ -88,6 +88,9 @@ def run(program: Program, fetch=None) -> Program:
     doomed: set = set()
     stacks: dict = {}  # the values stacked so far (in order) -> the stack's name
     chunked: dict = {}  # values stacked by a product -> in how many pieces
+    for _, kind, terms, _ in matches:  # known before any sum is rewritten: a column sum
+        if kind == "matmul":           # met first (a bias's) shares the products' pieces
+            _pieces_of(block, _split(terms, product_stacks)[0], chunked)
     early: set = set()  # ids of the operators of stack pieces: placed as early as they can be
     for op, kind, terms, erased in matches:
         if kind == "rows" and tuple(terms) not in product_stacks:
@@ -304,11 +307,7 @@ def _batched(block, root, terms, extra, stacks, chunked, early) -> list:
     origin = root.origin
     result = root.outputs[0]
     out = block.var(result)
-    sides = [tuple(a for a, _ in terms), tuple(b for _, b in terms)]
-    chunks = chunked.get(sides[0]) or chunked.get(sides[1]) or pieces(
-        len(terms), len(terms) * block.var(terms[0][0]).shape[0] * out.shape[0] * out.shape[1])
-    for side in sides:
-        chunked.setdefault(side, chunks)
+    sides, chunks = _pieces_of(block, terms, chunked)
     stacked_a = _stacked(block, list(sides[0]), stacks, origin, ops, chunks, early)
     stacked_b = _stacked(block, list(sides[1]), stacks, origin, ops, chunks, early)
     total = block.create_var(out.shape, out.dtype).name if extra else result
@@ -328,6 +327,19 @@ def _batched(block, root, terms, extra, stacks, chunked, early) -> list:
         ops.append(Operator("add", [total, product], [summed], origin=origin))
         total = summed
     return ops
+
+
+def _pieces_of(block, terms, chunked) -> tuple:
+    """``(sides, chunks)``: the two stacks (tuples of names) the product of ``terms`` reads and
+    in how many pieces they are cut: as a side was before (``chunked``), else :func:`pieces`;
+    recorded in ``chunked`` for both sides."""
+    sides = (tuple(a for a, _ in terms), tuple(b for _, b in terms))
+    a, b = block.var(terms[0][0]), block.var(terms[0][1])
+    chunks = chunked.get(sides[0]) or chunked.get(sides[1]) or pieces(
+        len(terms), len(terms) * a.shape[0] * a.shape[1] * b.shape[1])
+    for side in sides:
+        chunked.setdefault(side, chunks)
+    return sides, chunks
 
 
 def _transposed_matmul(block, a, b, out, origin) -> list:

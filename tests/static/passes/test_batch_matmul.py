@@ -403,3 +403,34 @@ def test_place_early_moves_up_to_the_last_definition_but_not_above_an_effect():
     assert names.index(d.name) == names.index(a.name) + 1
     assert names.index(e.name) == names.index(b.name) + 1
     assert sorted(map(id, out)) == sorted(map(id, without))
+
+
+def test_a_bias_sum_met_before_the_product_shares_its_pieces(second_stream):
+    """A bias's column sum whose root comes before the weight's (as an LSTM's backward writes
+    them) is cut into the product's pieces and reads them: each g_k is copied once (it was
+    copied twice: once into one whole stack for the sum, once into the product's pieces)."""
+    k = 12
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        a = [hf.static.data(f"a{i}", [4, 3], "float64") for i in range(k)]
+        z = [hf.static.data(f"z{i}", [4, 5], "float64") for i in range(k)]
+        g = [(z[i] * 2.0).tanh() for i in range(k)]
+        db = g[0].sum(dim=0)
+        dw = a[0].T @ g[0]
+        for i in range(1, k):
+            db = db + g[i].sum(dim=0)
+        for i in range(1, k):
+            dw = dw + a[i].T @ g[i]
+    feed = {**{f"a{i}": RNG.standard_normal((4, 3)) for i in range(k)},
+            **{f"z{i}": RNG.standard_normal((4, 5)) for i in range(k)}}
+    out = batch_matmul.run(prog, fetch=[dw, db])
+    g_names = {v.name for v in g}
+    copied = [n for op in out.global_block().ops if op.type == "concat"
+              for n in op.inputs if n in g_names]
+    assert sorted(copied) == sorted(g_names), out
+    assert _count(out, "sum") == _count(out, "matmul") == 4, out
+    gs = [np.tanh(feed[f"z{i}"] * 2) for i in range(k)]
+    got_dw, got_db = _run(out, [dw.name, db.name], feed)
+    np.testing.assert_allclose(got_dw, sum(feed[f"a{i}"].T @ gs[i] for i in range(k)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got_db, sum(x.sum(axis=0) for x in gs), rtol=1e-12)
