@@ -12,7 +12,7 @@ import numpy as np
 
 from ..backend import Storage, array_device, cpu, default_device, storage_for
 from ..backend import device as as_device
-from ..dtypes import (DType, as_dtype, bool_, dtype_of_array, float32, get_default_dtype, int64,
+from ..dtypes import (DType, as_dtype, bool_, dtype_of_array, get_default_dtype, int64,
                       promote_types)
 from ..ops import elementwise as E
 from ..ops.composite import _sizes_argument
@@ -53,7 +53,7 @@ class Tensor(TensorMethods):
     def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
         if data is None:
             data = []
-        made = tensor(data, dtype=dtype if dtype is not None else float32, device=device)
+        made = tensor(data, dtype=dtype if dtype is not None else get_default_dtype(), device=device)
         self._data = made._data
         self._storage = made._storage
         self.shape = made.shape
@@ -423,7 +423,7 @@ class Tensor(TensorMethods):
         body = np.array2string(np.asarray(self.__array__()), separator=", ", precision=4,
                                prefix="tensor(")
         extras = []
-        if self.dtype not in (float32, int64, bool_):
+        if self.dtype not in (get_default_dtype(), int64, bool_):
             extras.append(f"dtype={self.dtype}")
         if self._storage.device is not cpu:
             extras.append(f"device='{self.device}'")
