@@ -537,6 +537,29 @@ class TranslatedLayer(Module):
                 warnings.warn(f"hf.jit.load: the state entry {name!r} is left out of "
                               f"state_dict(): {exc}", UserWarning, stacklevel=4)
 
+    def _apply(self, fn) -> Module:
+        """``to()``/``double()``/``cuda()``...: refused where they would change a dtype or a
+        device, which the program's variables fix (load with ``hf.jit.load(path, device=...)``
+        for another device)."""
+        with no_grad():
+            for name, t in list(self.named_parameters()) + list(self.named_buffers()):
+                new = fn(t.detach())
+                if new.dtype is not t.dtype or new.device != t.device:
+                    raise TypeError(
+                        f"TranslatedLayer: its program was exported for {name!r} as "
+                        f"{t.dtype.name} on {t.device}, which cannot change to "
+                        f"{new.dtype.name} on {new.device}; load the file with "
+                        "hf.jit.load(path, device=...) for another device")
+        return super()._apply(fn)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy values into the program's weights (``assign=True``, which would put other
+        tensors in their place, is refused: the program reads its own)."""
+        if assign:
+            raise ValueError("TranslatedLayer.load_state_dict: assign=True is not supported; "
+                             "the values are copied into the program's weights")
+        return super().load_state_dict(state_dict, strict=strict)
+
     def forward(self, *args, **kwargs):
         if self._arguments is not None:
             args = self._flatten_arguments(args)

@@ -517,3 +517,15 @@ def test_malformed_state_entries_are_refused(saved, entry):
     hf.save(root, saved)
     with pytest.raises(ValueError, match="malformed state entry"):
         hf.jit.load(saved)
+
+
+def test_the_loaded_layer_keeps_its_dtypes_and_devices(tmp_path):
+    hf.jit.save(_bn_mlp(), tmp_path / "m.hfm", input_spec=[InputSpec([None, 3])])
+    layer = hf.jit.load(tmp_path / "m.hfm")
+    layer.to("cpu")  # no change: allowed
+    with pytest.raises(TypeError, match="'0.weight' as float32 on cpu"):
+        layer.double()
+    with pytest.raises(ValueError, match="assign=True"):
+        layer.load_state_dict(layer.state_dict(), assign=True)
+    assert layer.state_dict()["0.weight"].dtype is hf.float32
+    assert layer(hf.ones(2, 3)).dtype is hf.float32
