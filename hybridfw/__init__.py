@@ -18,7 +18,7 @@ from . import autograd, cuda, memory  # noqa: F401
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
 from .dtypes import (DType, as_dtype, bool_, float16, float32, float64, get_default_dtype, int8,
-                     int16, int32, int64, uint8)
+                     int16, int32, int64, set_default_dtype, uint8)
 from .dygraph import (Tensor, as_tensor, enable_grad, from_numpy, inference_mode,
                       is_grad_enabled, no_grad, set_grad_enabled, tensor)
 from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, logspace,
@@ -64,4 +64,4 @@ __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empt
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
            "long", "device", "Device", "set_default_device", "get_default_device", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "inference_mode", "autograd", "cuda", "memory",
-           "as_dtype", "get_default_dtype", *_function_names]
+           "as_dtype", "get_default_dtype", "set_default_dtype", *_function_names]

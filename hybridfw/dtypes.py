@@ -7,7 +7,7 @@ Promotion follows PyTorch, not numpy: categories bool < integer < floating; with
 wider type wins; and operands come in three priority groups -- tensors with dimensions, 0-d
 tensors, Python scalars -- where a lower group only matters when it is of a higher category
 (``float32_tensor * 2.5`` stays float32, ``int32_tensor + 2.5`` becomes the default float32,
-``int64_tensor / int64_tensor`` is float32).
+``int64_tensor / int64_tensor`` is float32); "the default float32" is :func:`get_default_dtype`.
 
 Example::
 
@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DType", "as_dtype", "promote_types", "result_type", "float32", "float64", "float16",
-           "int32", "int64", "bool_", "int8", "uint8", "int16", "get_default_dtype"]
+           "int32", "int64", "bool_", "int8", "uint8", "int16", "get_default_dtype",
+           "set_default_dtype"]
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
 
@@ -88,8 +89,35 @@ _default_float = float32
 
 
 def get_default_dtype() -> DType:
-    """The dtype of floating tensors made from Python floats (float32)."""
+    """The dtype of floating tensors made from Python floats (float32 unless
+    :func:`set_default_dtype` changed it)."""
     return _default_float
+
+
+def set_default_dtype(d) -> None:
+    """Make ``d`` (a floating dtype: float16, float32 or float64) the default dtype, as
+    PyTorch's ``torch.set_default_dtype``: the dtype of tensors made from Python floats, of
+    float factories without ``dtype=`` (``zeros``, ``rand``, ``arange(0.5)``...), of new layer
+    parameters, and of integer tensors combined with Python floats or put through float
+    functions (``int_tensor * 1.5``, ``int_tensor.sqrt()``).
+
+    >>> import hybridfw as hf
+    >>> hf.set_default_dtype(hf.float64)
+    >>> hf.tensor([1.5]).dtype
+    hybridfw.float64
+    >>> hf.set_default_dtype(hf.float32)
+    """
+    global _default_float
+    try:
+        dt = as_dtype(d) if d is not None else None  # (numpy reads None as float64)
+    except TypeError:
+        dt = None
+    if dt is None or not dt.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
+                        f"default type, got {d!r}")
+    if dt is not _default_float:
+        _default_float = dt
+        _result_cache.clear()  # its entries with Python floats read the old default
 
 
 def as_dtype(x) -> DType:

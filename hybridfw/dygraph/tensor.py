@@ -12,7 +12,7 @@ import numpy as np
 
 from ..backend import Storage, array_device, cpu, default_device, storage_for
 from ..backend import device as as_device
-from ..dtypes import (DType, as_dtype, bool_, dtype_of_array, float32, get_default_dtype, int64,
+from ..dtypes import (DType, as_dtype, bool_, dtype_of_array, get_default_dtype, int64,
                       promote_types)
 from ..ops import elementwise as E
 from ..ops.composite import _sizes_argument
@@ -22,6 +22,7 @@ from ..ops import shape_ops as S
 from ..ops.methods import TensorMethods
 from ..ops.registry import apply
 from . import autograd
+from .printing import format_tensor
 
 __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "backward", "grad"]
 
@@ -53,7 +54,7 @@ class Tensor(TensorMethods):
     def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
         if data is None:
             data = []
-        made = tensor(data, dtype=dtype if dtype is not None else float32, device=device)
+        made = tensor(data, dtype=dtype if dtype is not None else get_default_dtype(), device=device)
         self._data = made._data
         self._storage = made._storage
         self.shape = made.shape
@@ -420,18 +421,9 @@ class Tensor(TensorMethods):
         return repr(self)
 
     def __repr__(self) -> str:
-        body = np.array2string(np.asarray(self.__array__()), separator=", ", precision=4,
-                               prefix="tensor(")
-        extras = []
-        if self.dtype not in (float32, int64, bool_):
-            extras.append(f"dtype={self.dtype}")
-        if self._storage.device is not cpu:
-            extras.append(f"device='{self.device}'")
-        if self._node is not None:
-            extras.append(f"grad_fn={self._node!r}")
-        elif self._rg:
-            extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        """PyTorch's format (see :mod:`hybridfw.dygraph.printing`)."""
+        return format_tensor(np.asarray(self.__array__()), self.dtype, self._storage.device,
+                             None if self._node is None else repr(self._node), self._rg)
 
     def __deepcopy__(self, memo):
         t = tensor(self._data.copy(), device=self._storage.device)

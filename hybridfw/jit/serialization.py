@@ -19,7 +19,11 @@ one dict:
   ``{"const": value}`` (None, bool, int, float or str) and ``{"array": [start, count], "item":
   item}`` (a list grown in a loop the program decides: fetched values ``start`` to
   ``start + count`` hold the items' leaves stacked on dim 0; ``item`` is ``null`` for tensor
-  items, else nested ``{"tuple"|"list": [...]}`` with ``null`` leaves).
+  items, else nested ``{"tuple"|"list": [...]}`` with ``null`` leaves);
+  ``state`` (optional; files from before it have none): the exported module's
+  ``state_dict()`` entries in order, each ``{"name": "0.weight", "kind": "parameter" |
+  "buffer", "param": "param0"}`` (the program's persistable holding it) or, for an entry the
+  program does not read as it is (a buffer eval mode leaves unused), ``"value": array``.
 
 Loading builds the program with :func:`hybridfw.static.program_from_dict` and checks it with
 :func:`hybridfw.static.verify`; nothing named in the file is imported or called.
@@ -40,8 +44,8 @@ import warnings
 
 from ..dtypes import as_dtype
 from ..dygraph.autograd import no_grad
-from ..dygraph.tensor import Tensor
-from ..nn import Module
+from ..dygraph.tensor import Tensor, from_numpy
+from ..nn import Module, Parameter
 from ..serialization import load as load_archive
 from ..serialization import save as save_archive
 from ..static import Executor, Program, program_from_dict, program_to_dict, verify
@@ -91,6 +95,8 @@ def save(module_or_fn, path, input_spec=None) -> None:
     }
     if any(not isinstance(s, InputSpec) for s in static_fn.input_spec):
         export["input_structure"] = [_spec_structure(s) for s in static_fn.input_spec]
+    if isinstance(static_fn.instance, Module):
+        export["state"] = _state_entries(static_fn.instance, program)
     callbacks = sorted({_callback_name(op) for block in program.blocks for op in block.ops
                         if op.type == "py_func"})
     if callbacks:
@@ -107,6 +113,21 @@ def save(module_or_fn, path, input_spec=None) -> None:
         param["requires_grad"] = False  # an inference export: weights load as constants
     arrays = {name: t.detach().cpu().numpy() for name, t in program.params.items()}
     save_archive({"export": export, "program": description, "arrays": arrays}, path)
+
+
+def _state_entries(module: Module, program: Program) -> list:
+    """The manifest's ``state``: each ``module.state_dict()`` entry, by the name of the
+    program persistable that is that very tensor, else with its value."""
+    held = {id(t): name for name, t in program.params.items()}
+    entries = []
+    for key, t in module.state_dict(keep_vars=True).items():
+        entry = {"name": key, "kind": "parameter" if isinstance(t, Parameter) else "buffer"}
+        if id(t) in held:
+            entry["param"] = held[id(t)]
+        else:
+            entry["value"] = t.detach().cpu().numpy()
+        entries.append(entry)
+    return entries
 
 
 def _callback_name(op) -> str:
@@ -292,7 +313,8 @@ def load(path, device=None) -> TranslatedLayer:
     fetch = reader.fetch(export.get("fetch"), program)
     structure = reader.structure(export.get("outputs"), len(fetch), "outputs")
     arguments = reader.input_structure(export.get("input_structure"), len(specs))
-    return TranslatedLayer(program, specs, fetch, structure, arguments)
+    state = reader.state(export.get("state"), program)
+    return TranslatedLayer(program, specs, fetch, structure, arguments, state)
 
 
 class _Reader:
@@ -357,6 +379,31 @@ class _Reader:
         if not isinstance(nodes, list) or sum(leaves(n) for n in nodes) != count:
             raise self.bad(f"the input structure {nodes!r} does not hold its {count} inputs")
         return nodes
+
+    def state(self, entries, program: Program) -> list:
+        """The ``state`` entries as ``(name, kind, program param name or None, tensor)``."""
+        if entries is None:
+            return []
+        if not isinstance(entries, list):
+            raise self.bad("the state entry is not a list")
+        out, seen = [], set()
+        for node in entries:
+            ok = isinstance(node, dict) and isinstance(node.get("name"), str) and \
+                node["name"] and node.get("kind") in ("parameter", "buffer") and \
+                node["name"] not in seen and len(node) == 3
+            param = node.get("param") if ok else None
+            if ok and isinstance(param, str) and param in program.params:
+                out.append((node["name"], node["kind"], param, program.params[param]))
+            elif ok and "value" in node and hasattr(node["value"], "dtype"):
+                try:
+                    value = from_numpy(node["value"])
+                except TypeError as exc:
+                    raise self.bad(f"state entry {node['name']!r}: {exc}") from None
+                out.append((node["name"], node["kind"], None, value.to(program.device)))
+            else:
+                raise self.bad(f"malformed state entry {node!r}")
+            seen.add(node["name"])
+        return out
 
     def fetch(self, names, program: Program) -> list:
         block = program.global_block()
@@ -432,6 +479,11 @@ class TranslatedLayer(Module):
 
     Attributes: ``program`` (the :class:`hybridfw.static.Program`; its ``params`` hold the
     weights), ``input_spec`` (list of :class:`InputSpec`), ``fetch`` (fetched variable names).
+    ``state_dict()``, ``named_parameters()`` and ``named_buffers()`` give the exported module's
+    names (``'0.weight'``) and values; the parameters (which do not require grad) and buffers
+    are the program's own tensors, so ``load_state_dict`` changes what the program computes
+    (except for an entry the program does not read as it is, such as a buffer eval mode
+    leaves unused).
 
     Example::
 
@@ -443,8 +495,9 @@ class TranslatedLayer(Module):
     """
 
     def __init__(self, program: Program, input_spec: list, fetch: list, structure,
-                 arguments=None):
+                 arguments=None, state=()):
         super().__init__()
+        self._register_state(program, state)
         self.program = program
         self.input_spec = list(input_spec)
         self.fetch = list(fetch)
@@ -452,6 +505,60 @@ class TranslatedLayer(Module):
         self._arguments = arguments  # tuple/list arguments' nesting (see _Reader.input_structure)
         self._executor = Executor()
         self.training = False  # the program is the exported eval-mode one
+
+    def _register_state(self, program: Program, state) -> None:
+        """Register the exported module's state under its names (submodules made as needed);
+        a parameter becomes a Parameter that the program reads in place of its tensor."""
+        made: dict = {}
+        for name, kind, param, value in state:
+            *path, leaf = name.split(".")
+            owner = self
+            try:
+                for part in path:
+                    child = owner._modules.get(part)
+                    if child is None:
+                        child = Module()
+                        owner.add_module(part, child)
+                    owner = child
+                if kind == "parameter":
+                    if param is not None and param in made:
+                        value = made[param]
+                    elif param is not None:
+                        value = made[param] = Parameter(value, requires_grad=False)
+                        del program._captured[id(program.params[param])]
+                        program.params[param] = value
+                        program._captured[id(value)] = param
+                    else:
+                        value = Parameter(value, requires_grad=False)
+                    owner.register_parameter(leaf, value)
+                else:
+                    owner.register_buffer(leaf, value)
+            except KeyError as exc:  # a name TranslatedLayer itself uses (program, fetch...)
+                warnings.warn(f"hf.jit.load: the state entry {name!r} is left out of "
+                              f"state_dict(): {exc}", UserWarning, stacklevel=4)
+
+    def _apply(self, fn) -> Module:
+        """``to()``/``double()``/``cuda()``...: refused where they would change a dtype or a
+        device, which the program's variables fix (load with ``hf.jit.load(path, device=...)``
+        for another device)."""
+        with no_grad():
+            for name, t in list(self.named_parameters()) + list(self.named_buffers()):
+                new = fn(t.detach())
+                if new.dtype is not t.dtype or new.device != t.device:
+                    raise TypeError(
+                        f"TranslatedLayer: its program was exported for {name!r} as "
+                        f"{t.dtype.name} on {t.device}, which cannot change to "
+                        f"{new.dtype.name} on {new.device}; load the file with "
+                        "hf.jit.load(path, device=...) for another device")
+        return super()._apply(fn)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy values into the program's weights (``assign=True``, which would put other
+        tensors in their place, is refused: the program reads its own)."""
+        if assign:
+            raise ValueError("TranslatedLayer.load_state_dict: assign=True is not supported; "
+                             "the values are copied into the program's weights")
+        return super().load_state_dict(state_dict, strict=strict)
 
     def forward(self, *args, **kwargs):
         if self._arguments is not None:

@@ -32,6 +32,7 @@ from ..converter.runtime.calls import DeferredString, _converted, global_names, 
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..converter.transformers.base import is_generated
+from .. import dtypes as _dtypes
 from ..dygraph.autograd import GradMode
 from ..dygraph.tensor import Tensor, wrap_array
 from ..nn.modules.module import Module, _plain, _structure_epoch, structure_fingerprint
@@ -222,10 +223,10 @@ _MISS = object()  # a fast caller's "these arguments do not match": take the ful
 def _fast_caller(key, entry, instance):
     """The function a call whose fast key (:meth:`StaticFunction._fast_key`) is ``key`` runs:
     straight-line checks of the arguments against ``key`` (each a tensor of that shape, dtype
-    and requires_grad; the grad mode; the train/eval modes), then the entry. Once an inference
+    and requires_grad; the grad mode; the train/eval modes; the default dtype), then the entry. Once an inference
     entry's plan has settled, the plan is called directly and its results wrapped inline, with
     nothing built per call. Returns :data:`_MISS` for other arguments."""
-    tensors, grad, mode = key
+    tensors, grad, mode, default_dtype = key
     fs = FunctionSource("fast_call", np)
     fs.params = ["args"]
     fs.namespace["_MISS"] = _MISS
@@ -240,6 +241,8 @@ def _fast_caller(key, entry, instance):
         checks += [f"{a}.__class__ is not {tensor}", f"{a}.shape != {shape!r}",
                    f"{a}.dtype is not {fs.const(dtype, dtype.name)}", f"{a}._rg is not {rg!r}"]
     checks.append(f"{fs.const(GradMode, 'GradMode')}.enabled != {grad!r}")
+    checks.append(f"{fs.const(_dtypes, 'dtypes')}._default_float is not "
+                  f"{fs.const(default_dtype, default_dtype.name)}")
     if mode is not None:
         checks.append(f"tuple([m.training for m in "
                       f"{fs.const(weakref.proxy(instance), 'instance')}.modules()]) != "
@@ -562,12 +565,14 @@ class StaticFunction:
 
     def signatures(self) -> list:
         """The cached input signatures, readable: per tensor argument its shape (-1: dynamic)
-        and dtype, whether gradients were wanted and the train/eval modes."""
+        and dtype, whether gradients were wanted, the train/eval modes and the default dtype
+        (:func:`hybridfw.get_default_dtype`) it was traced under."""
         out = []
-        for structure, tensors, grad, mode in self._cache:
+        for structure, tensors, grad, mode, default_dtype in self._cache:
             out.append({"tensors": [(shape, dtype.name) for shape, dtype, _ in tensors],
                         "arguments": structure, "grad": grad,
-                        "training": None if mode is None else mode[0]})
+                        "training": None if mode is None else mode[0],
+                        "default_dtype": default_dtype.name})
         return out
 
     @property
@@ -622,7 +627,8 @@ class StaticFunction:
         mode = None
         if self.instance is not None and hasattr(self.instance, "modules"):
             mode = tuple(m.training for m in self.instance.modules())
-        return (structure, tuple(shapes), grad, mode), leaves
+        # the default dtype decides dtypes while tracing (hf.zeros(2), int_tensor * 1.5)
+        return (structure, tuple(shapes), grad, mode, _dtypes.get_default_dtype()), leaves
 
     def _check_arrays(self, args, kwargs) -> None:
         """Fewer tensors than InputSpecs: a numpy array given for a tensor would become a
@@ -655,14 +661,15 @@ class StaticFunction:
 
     def _fast_key(self, args):
         """The last call's signature, when every argument is a tensor and no keyword is given:
-        shapes, dtypes, requires_grad, grad mode and the train/eval modes."""
+        shapes, dtypes, requires_grad, grad mode, the train/eval modes and the default
+        dtype."""
         tensors = tuple([(t.shape, t.dtype, t._rg) for t in args if t.__class__ is Tensor])
         if len(tensors) != len(args):
             return None
         mode = None
         if self.instance is not None and hasattr(self.instance, "modules"):
             mode = tuple(m.training for m in self.instance.modules())
-        return (tensors, GradMode.enabled, mode)
+        return (tensors, GradMode.enabled, mode, _dtypes.get_default_dtype())
 
     def __call__(self, *args, **kwargs):
         if _current_interpreter() is not _eager_interpreter():
@@ -799,7 +806,7 @@ class StaticFunction:
         if previous is None:
             return
         parts = ("argument structure or Python values", "tensor shapes/dtypes",
-                 "grad mode", "train/eval mode")
+                 "grad mode", "train/eval mode", "default dtype")
         changed = [p for p, a, b in zip(parts, previous, key) if a != b]
         detail = ""
         if previous[1] != key[1] and len(previous[1]) == len(key[1]):
@@ -832,7 +839,7 @@ class StaticFunction:
         self._misses += 1
         self._log_retrace(key)
         program = Program()
-        (_, shapes, grad, _) = key
+        (_, shapes, grad, _, _) = key
         names = [self._feed_name(i) for i in range(len(leaves))]
         traced_modules.append({})
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import float32
+from ..dtypes import get_default_dtype
 from ..dygraph.autograd import no_grad
 from ..dygraph.tensor import Tensor, tensor as as_tensor
 from ..ops.factories import rand, randn
@@ -70,7 +70,7 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
 
 
 def _draw_dtype(tensor):
-    return tensor.dtype if tensor.dtype.is_floating_point else float32
+    return tensor.dtype if tensor.dtype.is_floating_point else get_default_dtype()
 
 
 def _check(name: str, tensor, generator=None) -> None:

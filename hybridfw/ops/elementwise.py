@@ -40,6 +40,21 @@ def _arith_infer(name):
     return infer
 
 
+def _no_bool_arith_infer(name, scalar_ok=False):
+    """``_arith_infer`` refusing a bool result, as PyTorch has no bool kernel of ``name``
+    (``mask // mask``, ``mask % mask``, ``mask ** mask``); ``scalar_ok``: a Python scalar
+    second operand is allowed (PyTorch's ``mask ** True``)."""
+    arith = _arith_infer(name)
+
+    def infer(a, b):
+        out = arith(a, b)
+        if out[1] is bool_ and not (scalar_ok and not isinstance(b, TensorLike)):
+            raise TypeError(f"{name}: not supported for bool operands ({_describe(a)} and "
+                            f"{_describe(b)}); cast to an integer dtype first (x.long())")
+        return out
+    return infer
+
+
 def _float_binary_infer(name):
     def infer(a, b):
         dt = float_result(result_type(a, b))
@@ -148,12 +163,12 @@ def _integral_division_kernel(fname, op_name):
     return kernel
 
 
-floor_divide = register("floor_divide", infer=_arith_infer("floor_divide"),
+floor_divide = register("floor_divide", infer=_no_bool_arith_infer("floor_divide"),
                         kernel=_integral_division_kernel("floor_divide", "floor_divide"),
                         supports_out=True,
                         # piecewise constant: the derivative is zero wherever it exists
                         vjp=(lambda g, out, a, b: g * 0, lambda g, out, a, b: g * 0))
-remainder = register("remainder", infer=_arith_infer("remainder"),
+remainder = register("remainder", infer=_no_bool_arith_infer("remainder"),
                      kernel=_integral_division_kernel("remainder", "remainder"),
                      supports_out=True, save=(0, 1),
                      vjp=(lambda g, out, a, b: g,
@@ -198,7 +213,7 @@ def _pow_lower(ctx, a, b):
     return ctx.ufunc("power", a, b)
 
 
-pow_ = register("pow", infer=_arith_infer("pow"), kernel=_pow_kernel, supports_out=True,
+pow_ = register("pow", infer=_no_bool_arith_infer("pow", scalar_ok=True), kernel=_pow_kernel, supports_out=True,
                 lower=elementwise_rule(_pow_lower), save=(0, 1), save_output=True,
                 vjp=(_pow_grad_base, _pow_grad_exponent))
 
@@ -245,7 +260,18 @@ bitwise_not = register("bitwise_not", infer=_not_infer, kernel=_ufunc_kernel("in
                        supports_out=True)
 
 # --------------------------------------------------------------------------- unary math
-neg = register("neg", infer=_same_infer, kernel=_ufunc_kernel("negative"), supports_out=True,
+def _no_bool_unary_infer(name, hint=""):
+    def infer(a):
+        if a.dtype is bool_:
+            raise TypeError(f"{name}: not supported for a bool tensor (shape "
+                            f"{tuple(a.shape)}){hint}")
+        return a.shape, a.dtype, None
+    return infer
+
+
+neg = register("neg", infer=_no_bool_unary_infer("neg", "; to invert a mask use ~ or "
+                                                 "logical_not"),
+               kernel=_ufunc_kernel("negative"), supports_out=True,
                vjp=(lambda g, out, a: -g,))
 
 
@@ -270,7 +296,8 @@ def _sign_kernel(xp, a, out=None):
 sign = register("sign", infer=_sign_infer, kernel=_sign_kernel, supports_out=True,
                 lower=ufunc_rule("sign"),
                 vjp=(lambda g, out, a: g * 0,))
-abs_ = register("abs", infer=_same_infer, kernel=_ufunc_kernel("absolute"), supports_out=True,
+abs_ = register("abs", infer=_no_bool_unary_infer("abs"), kernel=_ufunc_kernel("absolute"),
+                supports_out=True,
                 save=(0,), vjp=(lambda g, out, a: g * apply(sign, a),))
 exp = register("exp", infer=_float_unary_infer, kernel=_ufunc_kernel("exp"), supports_out=True,
                save_output=True, vjp=(lambda g, out, a: g * out,))

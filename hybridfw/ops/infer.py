@@ -5,7 +5,7 @@ Errors raised here name the op and the offending shapes/dtypes: a shape problem 
 """
 from __future__ import annotations
 
-from ..dtypes import DType, bool_, float32, result_type
+from ..dtypes import DType, bool_, get_default_dtype, result_type
 from .registry import TensorLike
 
 __all__ = ["broadcast_shapes", "shape_of", "normalize_dim", "normalize_dims", "float_result",
@@ -85,8 +85,9 @@ def normalize_dims(op: str, dim, ndim: int) -> tuple:
 
 
 def float_result(dt: DType) -> DType:
-    """Integer and bool inputs of float functions (exp, sqrt, /) compute in float32."""
-    return dt if dt.is_floating_point else float32
+    """Integer and bool inputs of float functions (exp, sqrt, /) compute in the default dtype
+    (float32)."""
+    return dt if dt.is_floating_point else get_default_dtype()
 
 
 def check_float(op: str, *xs) -> None:

@@ -120,6 +120,9 @@ class TensorMethods(TensorLike):
         return apply(E.neg, self)
 
     def __pos__(self):
+        if self.dtype is bool_:  # as PyTorch
+            raise TypeError(f"The `+` operator on a bool tensor is not supported (shape "
+                            f"{tuple(self.shape)})")
         return self
 
     def __abs__(self):

@@ -100,7 +100,8 @@ def msort(input):  # noqa: A002
 
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
-    along ``dim``, a named tuple as PyTorch's, always in sorted order.
+    along ``dim``, a named tuple as PyTorch's, always in sorted order. Equal values come lowest
+    index first (PyTorch's CPU order among them is its partial sort's, unspecified).
 
     >>> hf.topk(hf.tensor([1.0, 5.0, 3.0]), 2).indices.tolist()
     [1, 2]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from numbers import Real
@@ -136,6 +137,10 @@ class Optimizer:
 
     #: How many scratch tensors per parameter an update needs (see :class:`ScratchPool`).
     scratch_slots = 0
+    #: Whether state a step creates is stored only after that step (PyTorch's SGD keeps its
+    #: momentum buffers aside until every parameter is updated, its other optimizers create
+    #: state before updating): it differs only for a parameter listed twice in a group.
+    state_after_step = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -195,6 +200,7 @@ class Optimizer:
             param_group = {**param_group, "param_names": [name for name, _ in params]}
             params = [p for _, p in params]
         seen = set()
+        duplicated = False
         for i, p in enumerate(params):
             if not isinstance(p, Tensor):
                 raise TypeError(f"{self._name}: can only optimize Tensors, but parameter {i} of "
@@ -205,10 +211,13 @@ class Optimizer:
             if not p.dtype.is_floating_point:
                 raise TypeError(f"{self._name}: can only optimize floating-point tensors, but "
                                 f"parameter {i} has dtype {p.dtype}")
-            if id(p) in seen:
-                raise ValueError(f"{self._name}: parameter {i} (shape {p.shape}) appears twice "
-                                 "in one parameter group")
+            duplicated = duplicated or id(p) in seen
             seen.add(id(p))
+        if duplicated:  # PyTorch warns and keeps them: each occurrence is one update per step
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          UserWarning, stacklevel=3)
         for group in self.param_groups:
             if any(id(p) in seen for p in group["params"]):
                 raise ValueError(f"{self._name}: some parameters appear in more than one "
@@ -249,6 +258,7 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         self._opt_called = True  # (a scheduler stepping first warns, as PyTorch's)
+        created: dict = {}  # (state_after_step) parameter -> the state its last update made
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
@@ -265,9 +275,10 @@ class Optimizer:
                         state = {}
                         self._update_param(p, grad, state, group, scratch)
                         if state:
-                            self.state[p] = state
+                            (created if self.state_after_step else self.state)[p] = state
                     else:
                         self._update_param(p, grad, state, group, scratch)
+        self.state.update(created)
         return loss
 
     def register_step_pre_hook(self, hook: Callable) -> _RemovableHandle:
@@ -303,17 +314,18 @@ class Optimizer:
     def state_dict(self) -> dict:
         """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [index, ...]}]}``.
 
-        Parameters are numbered in group order, as in PyTorch; state tensors are copies.
+        Parameters are numbered by position in group order, as in PyTorch (a parameter listed
+        twice in a group takes the number of its last place there); state tensors are copies.
         """
         index: dict = {}
         groups = []
+        start = 0
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
-            ids = []
-            for p in group["params"]:
-                index.setdefault(p, len(index))
-                ids.append(index[p])
-            packed["params"] = ids
+            params = group["params"]
+            index.update({p: i for i, p in enumerate(params, start) if p not in index})
+            packed["params"] = [index[p] for p in params]
+            start += len(params)
             groups.append(packed)
         state = {index[p]: {k: (v.detach().clone() if isinstance(v, Tensor) else v)
                             for k, v in s.items()}

@@ -37,6 +37,8 @@ class SGD(Optimizer):
                                   "maximize": maximize, "foreach": foreach,
                                   "differentiable": differentiable, "fused": fused})
 
+    state_after_step = True
+
     def _check_group(self, group: dict) -> None:
         check_implementation_options("SGD", group)
         for name in ("lr", "momentum", "weight_decay"):

@@ -463,3 +463,69 @@ def test_a_function_returning_on_one_path_exports_its_none(tmp_path):
     layer = hf.jit.load(path)
     np.testing.assert_allclose(layer(hf.tensor([1.0, 2.0])).numpy(), [2.0, 4.0])
     assert layer(hf.tensor([-1.0, -2.0])) is None is _maybe_returns(hf.tensor([-1.0, -2.0]))
+
+
+# ---- the loaded layer's state --------------------------------------------------------------
+def _bn_mlp():
+    hf.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    model[1].running_mean.copy_(hf.tensor([0.1, 0.2, 0.3, 0.4]))
+    return model
+
+
+def test_loaded_state_dict_has_the_module_names_and_values(tmp_path):
+    model = _bn_mlp()
+    hf.jit.save(model, tmp_path / "m.hfm", input_spec=[InputSpec([None, 3])])
+    layer = hf.jit.load(tmp_path / "m.hfm")
+    want, got = model.state_dict(), layer.state_dict()
+    assert list(got) == list(want)  # (were: empty; the program names them param0, ...)
+    for key, value in want.items():
+        assert got[key].dtype is value.dtype
+        np.testing.assert_array_equal(got[key].numpy(), value.numpy())
+    assert [n for n, _ in layer.named_parameters()] == [n for n, _ in model.named_parameters()]
+    assert [n for n, _ in layer.named_buffers()] == [n for n, _ in model.named_buffers()]
+
+
+def test_loading_a_state_dict_into_the_loaded_layer_changes_its_results(tmp_path):
+    hf.jit.save(_bn_mlp(), tmp_path / "m.hfm", input_spec=[InputSpec([None, 3])])
+    layer = hf.jit.load(tmp_path / "m.hfm")
+    other = _bn_mlp()
+    with hf.no_grad():
+        other[0].weight.mul_(2.0)
+        other[1].running_var.fill_(4.0)
+    other.eval()
+    layer.load_state_dict(other.state_dict())
+    x = hf.randn(5, 3)
+    np.testing.assert_allclose(layer(x).numpy(), other(x).detach().numpy(), rtol=1e-6)
+
+
+def test_files_without_state_names_still_load(saved):
+    root = hf.load(saved)
+    del root["export"]["state"]  # as written before the names were saved
+    hf.save(root, saved)
+    layer = hf.jit.load(saved)
+    assert layer.state_dict() == {} and layer(hf.ones(2, 6)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("entry", [{"name": "0.weight", "kind": "parameter", "param": "x"},
+                                   {"name": "", "kind": "buffer", "param": "param0"},
+                                   {"name": "w", "kind": "code", "param": "param0"},
+                                   {"name": "w", "kind": "buffer", "value": "text"}])
+def test_malformed_state_entries_are_refused(saved, entry):
+    root = hf.load(saved)
+    root["export"]["state"].append(entry)
+    hf.save(root, saved)
+    with pytest.raises(ValueError, match="malformed state entry"):
+        hf.jit.load(saved)
+
+
+def test_the_loaded_layer_keeps_its_dtypes_and_devices(tmp_path):
+    hf.jit.save(_bn_mlp(), tmp_path / "m.hfm", input_spec=[InputSpec([None, 3])])
+    layer = hf.jit.load(tmp_path / "m.hfm")
+    layer.to("cpu")  # no change: allowed
+    with pytest.raises(TypeError, match="'0.weight' as float32 on cpu"):
+        layer.double()
+    with pytest.raises(ValueError, match="assign=True"):
+        layer.load_state_dict(layer.state_dict(), assign=True)
+    assert layer.state_dict()["0.weight"].dtype is hf.float32
+    assert layer(hf.ones(2, 3)).dtype is hf.float32

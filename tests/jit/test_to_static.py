@@ -2430,3 +2430,19 @@ def test_a_numpy_array_where_an_input_spec_expects_a_tensor_is_refused_naming_it
         g(hf.ones(2, 3), hf.ones(2, 3))
     out = g(hf.ones(2, 3), hf.ones(2, 3, dtype="int64"))
     np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.0))
+
+
+def test_programs_traced_under_another_default_dtype_are_not_shared():
+    # the default dtype decides dtypes while tracing: int_tensor * 1.5 and hf.ones(2)
+    f = hf.jit.to_static(lambda x: x * 1.5 + hf.ones(2))
+    x = hf.tensor([1, 2])
+    assert f(x).dtype is hf.float32 and f(x).dtype is hf.float32  # (the second: fast path)
+    hf.set_default_dtype(hf.float64)
+    try:
+        out = f(x)
+        assert out.dtype is hf.float64 and f(x).dtype is hf.float64
+        np.testing.assert_array_equal(out.numpy(), [2.5, 4.0])
+    finally:
+        hf.set_default_dtype(hf.float32)
+    assert f(x).dtype is hf.float32
+    assert sorted(s["default_dtype"] for s in f.signatures()) == ["float32", "float64"]

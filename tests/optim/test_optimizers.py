@@ -378,7 +378,6 @@ def test_add_param_group():
     (lambda p: SGD(p, lr=0.1), TypeError, "single Tensor"),
     (lambda p: SGD([], lr=0.1), ValueError, "empty parameter list"),
     (lambda p: SGD({p}, lr=0.1), TypeError, "set"),
-    (lambda p: SGD([p, p], lr=0.1), ValueError, "twice"),
     (lambda p: SGD([p * 2], lr=0.1), ValueError, "non-leaf"),
     (lambda p: SGD([p, "w"], lr=0.1), TypeError, "parameter 1 of the group is a str"),
     (lambda p: SGD([hf.ones(2, dtype="int64")], lr=0.1), TypeError, "int64"),
@@ -388,6 +387,43 @@ def test_validation_errors(make, exc, match):
     p = hf.ones(2, requires_grad=True)
     with pytest.raises(exc, match=match):
         make(p)
+
+
+DUPLICATE_CASES = [(SGD, {"lr": 0.1}), (SGD, {"lr": 0.1, "momentum": 0.9}), (Adam, {"lr": 0.1}),
+                   (AdamW, {"lr": 0.1}), (RMSprop, {"lr": 0.1}), (Adagrad, {"lr": 0.1}),
+                   (NAdam, {"lr": 0.1}), (RAdam, {"lr": 0.1})]
+
+
+@pytest.mark.parametrize("cls, options", DUPLICATE_CASES,
+                         ids=[f"{c.__name__}-{len(o)}" for c, o in DUPLICATE_CASES])
+def test_duplicate_parameters_warn_and_step_per_occurrence_as_torch(cls, options):
+    torch = pytest.importorskip("torch")
+
+    def run(lib, make):
+        w = make([1.0, 2.0])
+        v = make([3.0])
+        with pytest.warns(UserWarning, match="duplicate parameters"):
+            opt = getattr(lib.optim, cls.__name__)([w, w], **options)
+        opt.add_param_group({"params": [v]})
+        for _ in range(2):
+            opt.zero_grad()
+            ((w ** 2).sum() + (v ** 2).sum()).backward()
+            opt.step()
+        sd = opt.state_dict()
+        return (w.detach().numpy(), v.detach().numpy(),
+                [g["params"] for g in sd["param_groups"]], sorted(sd["state"]))
+
+    got = run(hf, lambda x: hf.tensor(x, requires_grad=True))
+    want = run(torch, lambda x: torch.nn.Parameter(torch.tensor(x)))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+    assert got[2:] == want[2:]  # numbering: [[1, 1], [2]]
+
+
+def test_a_parameter_in_two_groups_is_still_refused():
+    p = hf.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        SGD([{"params": [p]}, {"params": [p]}], lr=0.1)
 
 
 def test_gradient_shape_mismatch_is_reported():
