@@ -14,6 +14,8 @@ Example::
 """
 from __future__ import annotations
 
+import warnings as _warnings
+
 from . import autograd, cuda, memory  # noqa: F401
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
@@ -27,6 +29,13 @@ from .ops.factories import (arange, empty, empty_like, eye, full, full_like, lin
 from .ops.functions import *  # noqa: F403 - the hf.<op> functions
 from .ops.functions import __all__ as _function_names
 from .random import initial_seed, manual_seed, seed
+
+# numpy warns when a kernel divides by zero, overflows or takes log/sqrt of a negative; PyTorch
+# gives the same inf/nan silently. Silenced for hybridfw's own kernels and generated plans only
+# (numpy called from other modules still warns; an explicit filter a test runner installs later,
+# such as pytest's ``-W error``, takes precedence).
+_warnings.filterwarnings("ignore", message=r"(divide by zero|overflow|invalid value|underflow) "
+                         r"encountered", category=RuntimeWarning, module=r"hybridfw(\.|$)")
 
 # PyTorch's dtype aliases (hf.bool, hf.float, hf.int...), as torch.float etc. Nothing in this
 # module calls the builtins they shadow.

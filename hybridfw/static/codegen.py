@@ -98,7 +98,9 @@ class FunctionSource:
         self.params: list = []
         self.lines: list = []
         self.line_operators: list = []  # per line: what ``line(..., operator=)`` said, or None
-        self.namespace: dict = {"_xp": xp}
+        # (its module name: numpy's floating-point warnings from it are silenced, see
+        # hybridfw/__init__.py)
+        self.namespace: dict = {"_xp": xp, "__name__": "hybridfw.static.generated"}
         self._ids: dict = {}
         self._literals: dict = {}  # repr of a nested-tuple literal -> its namespace name
         self._exact: dict = {}     # what decides _result_dtype -> its answer
