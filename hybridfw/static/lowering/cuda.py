@@ -8,7 +8,8 @@ constant or bool operands of a float op keeps the per-op kernels.
 
 Not yet verified on a GPU (none was available while it was written), so it is opt-in:
 ``HYBRIDFW_CUPY_FUSE=1``. ``tests/codegen/test_cuda.py`` (``@pytest.mark.gpu``) checks it against
-the numpy kernels.
+the numpy kernels on a GPU; on the CPU, the same file compiles every fusible op's body (and mixed
+groups with int operands) as C++ and compares its results with the numpy kernels.
 """
 from __future__ import annotations
 
