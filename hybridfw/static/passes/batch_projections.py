@@ -4,12 +4,14 @@ An RNN unrolled over the time steps of ``x`` (``T x B x I``) computes ``x[t] @ W
 step: products that depend on no step before them. With a second CPU stream
 (:mod:`~hybridfw.static.streams`, ``hf.set_num_interop_threads`` >= 2) this pass computes them
 in pieces of consecutive steps, ``x[a:b].reshape((b - a) * B, I) @ W`` (as many pieces as
-:func:`~.batch_matmul.pieces` says the products' size is worth), each but the first placed
-right after ``x`` and ``W`` are known (the start of the program, for inputs and parameters),
-and makes each step's product a row slice (a view) of its piece. The executor runs the later
-pieces on the worker while the steps run on the main thread; the first piece, needed at once,
-stays at the first step. One thread: nothing changes (one large product next to the small ones
-was measured no faster here: bench/codegen.py, W4).
+:func:`~.batch_matmul.pieces` says the products' size is worth, of sizes differing by one at
+most, so none falls below the worker's minimum), each placed right after ``x`` and ``W`` are
+known (the start of the program, for inputs and parameters), and makes each step's product a
+row slice (a view) of its piece. The executor runs the pieces on the worker while the steps run
+on the main thread. The first step, needed at once, keeps its own small product: as the first
+of the pieces it kept the main thread waiting for nine steps' (W4: 0.13 ms, with a five-step
+last piece too small for the worker run there too). One thread: nothing changes (one large
+product next to the small ones was measured no faster here: bench/codegen.py, W4).
 
 Matched: at least :data:`~.batch_matmul.MIN_TERMS` ``matmul(getitem(x, t), W)`` with one ``x``
 (3-D, every dim known) and one 2-D ``W`` of a float dtype, ``t`` every constant step from the
@@ -24,7 +26,7 @@ from .analysis import place_early, readers, resolve_fetch
 from .batch_matmul import MIN_TERMS, pieces
 from .clone import working_copy
 
-__all__ = ["run"]
+__all__ = ["balanced", "run"]
 
 
 def run(program: Program, fetch=None) -> Program:
@@ -44,7 +46,9 @@ def run(program: Program, fetch=None) -> Program:
     read, protected = readers(program), set(resolve_fetch(program, fetch))
     producer = {name: op for op in block.ops for name in op.outputs}
     for steps in groups.values():
-        for op in steps.values():
+        for t, op in steps.items():
+            if t == min(steps):  # (kept: its product is the step's own)
+                continue
             item = op.inputs[0]
             if item not in protected and read.get(item) == [op]:
                 replaced[id(producer[item])] = []
@@ -95,13 +99,11 @@ def _worth(block, x, w, steps) -> bool:
 def _rewrite(block, x, w, steps: dict, replaced: dict, early: set) -> None:
     """The pieces' products (into ``early``) and each step's row slice (in ``replaced``, in
     place of its product)."""
-    first, count = min(steps), len(steps)
+    first, count = min(steps) + 1, len(steps) - 1  # the first step keeps its own product
     _, batch, width = block.var(x).shape
     columns = block.var(w).shape[1]
-    size = -(-count // pieces(count, count * batch * width * columns))
     dtype = block.var(w).dtype
-    for a in range(first, first + count, size):
-        b = min(a + size, first + count)
+    for a, b in balanced(first, count, pieces(count, count * batch * width * columns)):
         origin = steps[a].origin
         piece = block.create_var((b - a, batch, width), dtype).name
         rows = block.create_var(((b - a) * batch, width), dtype).name
@@ -111,11 +113,23 @@ def _rewrite(block, x, w, steps: dict, replaced: dict, early: set) -> None:
                 Operator("reshape", [piece], [rows], {"shape": ((b - a) * batch, width)},
                          origin=origin),
                 Operator("matmul", [rows, w], [product], origin=origin)]
-        if a != first:  # the first piece is needed at once: it stays at the first step
-            early.update(id(op) for op in made)
+        early.update(id(op) for op in made)
         for t in range(a, b):
             op = steps[t]
             step = Operator("getitem", [product], list(op.outputs),
                             {"spec": (("slice", (t - a) * batch, (t - a + 1) * batch, None),)},
                             origin=op.origin)
             replaced[id(op)] = made + [step] if t == a else [step]
+
+
+def balanced(first: int, count: int, chunks: int) -> list:
+    """``chunks`` ranges ``(a, b)`` of consecutive steps covering ``first`` to
+    ``first + count``, their sizes differing by one at most (larger first): a last piece of the
+    few steps left over would fall below the worker's minimum size and run on the main thread."""
+    size, extra = divmod(count, chunks)
+    out, a = [], first
+    for k in range(chunks):
+        b = a + size + (k < extra)
+        out.append((a, b))
+        a = b
+    return out

@@ -1,6 +1,6 @@
 """batch_projections: with a second stream, an unrolled loop's input projections x[t] @ W are
-computed in pieces of consecutive steps, the later pieces ahead of the loop, each step reading
-a row slice of its piece; values equal the unrewritten program's and a numpy recurrence."""
+computed in pieces of consecutive steps ahead of the loop (the first step keeps its own
+product), each step reading a row slice of its piece; values equal the unrewritten program's and a numpy recurrence."""
 import numpy as np
 import pytest
 
@@ -45,31 +45,41 @@ def _run(prog, y, feed):
     return hf.static.Executor().run(prog, feed=feed, fetch_list=[y.name], return_numpy=True)[0]
 
 
-def test_projections_come_in_pieces_the_later_ones_ahead_of_the_loop(second_stream, apply_pass):
+def test_projections_come_in_pieces_ahead_of_the_loop_the_first_step_its_own(second_stream,
+                                                                             apply_pass):
     prog, h, feed, want = _rnn()
     out = apply_pass(batch_projections.run, prog, [h])
     ops = out.global_block().ops
-    pieces = [op for op in ops if op.type == "matmul" and op.inputs[1] == "w"]
-    assert len(pieces) == 4, out  # min(CHUNKS, T // MIN_TERMS) pieces of 3 steps
+    products = [op for op in ops if op.type == "matmul" and op.inputs[1] == "w"]
     rows = {op.outputs[0]: op for op in ops}
-    for piece in pieces:
-        reshape = rows[piece.inputs[0]]
-        assert reshape.type == "reshape" and tuple(reshape.attrs["shape"]) == (3 * B, I)
+    pieces = [p for p in products if rows[p.inputs[0]].type == "reshape"]
+    # the first step keeps its product; the 11 others: min(CHUNKS, 11 // MIN_TERMS) = 3
+    # pieces of sizes differing by one at most (4, 4, 3: none smaller than the rest need be)
+    assert len(products) == 4 and len(pieces) == 3, out
+    own = next(p for p in products if p not in pieces)
+    assert rows[own.inputs[0]].type == "getitem" and \
+        rows[own.inputs[0]].attrs["spec"] == (("int", 0),), out
+    start = {p: rows[rows[p.inputs[0]].inputs[0]].attrs["spec"][0][1] for p in pieces}
+    size = {p: rows[p.inputs[0]].attrs["shape"][0] // B for p in pieces}
+    assert sorted(start.values()) == [1, 5, 9] and sorted(size.values()) == [3, 4, 4], out
     recurrent = [i for i, op in enumerate(ops) if op.type == "matmul" and op.inputs[1] == "u"]
     before_loop = next(i for i, op in enumerate(ops) if op.type in ("mul", "tanh"))
-    start = {p: rows[rows[p.inputs[0]].inputs[0]].attrs["spec"][0][1] for p in pieces}
-    assert sorted(start.values()) == [0, 3, 6, 9]
-    first = next(ops.index(p) for p in pieces if start[p] == 0)
-    later = [ops.index(p) for p in pieces if start[p] != 0]
-    assert all(i < before_loop for i in later), out   # ahead of everything, at the start
-    assert before_loop < first < recurrent[0], out    # the first piece: at the first step
+    assert all(ops.index(p) < before_loop for p in pieces), out  # ahead of everything
+    assert ops.index(own) < recurrent[0], out
     slices = [op for op in ops if op.type == "getitem" and op.inputs[0] in
               {p.outputs[0] for p in pieces}]
-    assert len(slices) == T
+    assert len(slices) == T - 1
     steps = [op for op in ops if op.type == "getitem" and op.attrs["spec"][0][0] == "int"]
-    assert steps == [], out  # each x[t] went with its product
+    assert steps == [rows[own.inputs[0]]], out  # each other x[t] went with its product
     np.testing.assert_allclose(_run(out, h, feed), want, rtol=1e-12)
     np.testing.assert_allclose(_run(out, h, feed), _run(prog, h, feed), rtol=1e-12)
+
+
+def test_balanced_pieces():
+    assert batch_projections.balanced(1, 49, 6) == [(1, 10), (10, 18), (18, 26), (26, 34),
+                                                    (34, 42), (42, 50)]
+    assert batch_projections.balanced(0, 6, 3) == [(0, 2), (2, 4), (4, 6)]
+    assert batch_projections.balanced(3, 5, 1) == [(3, 8)]
 
 
 def test_one_thread_or_small_products_change_nothing(monkeypatch, apply_pass):
