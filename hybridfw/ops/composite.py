@@ -649,15 +649,18 @@ def einsum(equation: str, *operands):
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
-    """Product over ``dim`` (an int, or None for every element); ``dtype`` casts the input
-    first, as in PyTorch."""
-    if dtype is not None:
-        dt = as_dtype(dtype)
-        input = input if input.dtype is dt else apply(E.cast, input, dtype=dt)  # noqa: A001
+    """Product over ``dim`` (an int, or None for every element); integer and bool inputs
+    multiply to int64, unless ``dtype`` is given: the input is cast to it first and the result
+    has it (an int32 ``dtype`` gives int32), as in PyTorch."""
     if _empty_dims(dim):
         raise TypeError(f"prod: dim must be an int or None, got {dim!r} (PyTorch's prod "
                         "takes no empty dim list); pass dim=None to multiply every element")
-    return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
+    if dtype is None:
+        return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
+    dt = as_dtype(dtype)
+    x = input if input.dtype is dt else apply(E.cast, input, dtype=dt)
+    out = apply(R.prod, x, dim=_dims_attr(dim), keepdim=keepdim)
+    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)
 
 
 def _cumulative(op, input, dim: int, dtype):  # noqa: A002
