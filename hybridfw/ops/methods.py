@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
+from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64, result_type
 from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
@@ -767,6 +767,21 @@ class TensorMethods(TensorLike):
         return apply_inplace(E.neg, self, self)
 
     def clamp_(self, min=None, max=None):  # noqa: A002
+        if isinstance(min, TensorLike) or isinstance(max, TensorLike):
+            # tensor bounds make clamp a composite (where/maximum/minimum): write its result
+            # back, refusing a promoted dtype the tensor cannot hold as in-place arithmetic does
+            dt = result_type(self, *(b for b in (min, max) if b is not None))
+            if dt.category > self.dtype.category:
+                raise TypeError(f"clamp_: result type {dt} can't be cast to the in-place "
+                                f"output type {self.dtype}")
+            # the composite's gradient needs the old value: clamp a copy when one is recorded
+            old = self.clone() if any(getattr(t, "requires_grad", False)
+                                      for t in (self, min, max)) else self
+            out = C.clamp(old, min, max)
+            if tuple(out.shape) != tuple(self.shape):
+                raise ValueError(f"clamp_: in-place output of shape {tuple(self.shape)} does not "
+                                 f"match the broadcast shape {tuple(out.shape)}")
+            return self.copy_(out)
         return apply_inplace(E.clamp, self, self, min=min, max=max)
 
     def abs_(self):
