@@ -668,13 +668,17 @@ class TensorMethods(TensorLike):
         """A copy with its own storage (differentiable)."""
         return apply(E.copy, self)
 
-    def softmax(self, dim):
+    def softmax(self, dim, dtype=None):
+        """Softmax along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
         from . import nn_ops  # noqa: PLC0415 - nn_ops imports this module's siblings
-        return apply(nn_ops.softmax, self, dim=dim)
+        x = self if dtype is None else self.astype(dtype)
+        return apply(nn_ops.softmax, x, dim=dim)
 
-    def log_softmax(self, dim):
+    def log_softmax(self, dim, dtype=None):
+        """Log-softmax along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
         from . import nn_ops  # noqa: PLC0415
-        return apply(nn_ops.log_softmax, self, dim=dim)
+        x = self if dtype is None else self.astype(dtype)
+        return apply(nn_ops.log_softmax, x, dim=dim)
 
     def type_as(self, other):
         return self.astype(other.dtype)

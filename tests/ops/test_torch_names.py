@@ -352,3 +352,18 @@ def test_equal_method_and_is_floating_point_unflatten_functions():
     assert hf.is_floating_point(a) is True
     assert hf.is_floating_point(hf.tensor([1])) is False
     assert hf.unflatten(hf.arange(6), 0, (2, 3)).tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize("call", ["x.softmax(-1, dtype=lib.float64)",
+                                  "lib.softmax(x, 1, dtype=lib.float64)",
+                                  "x.log_softmax(dim=0, dtype=lib.float64)",
+                                  "lib.log_softmax(x, -1, lib.float64)",
+                                  "lib.softmax(x.long(), -1, dtype=lib.float32)"])
+def test_softmax_dtype_argument(call):
+    """``Tensor.softmax`` and ``hf.softmax`` take PyTorch's ``dtype`` (the input is cast first;
+    the keyword raised TypeError; ``F.softmax`` already had it)."""
+    out = eval(call, {}, dict(x=hf.tensor(_X.tolist()), lib=hf))  # noqa: S307
+    torch = pytest.importorskip("torch")
+    ref = eval(call, {}, dict(x=torch.tensor(_X.tolist()), lib=torch))  # noqa: S307
+    assert str(out.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+    np.testing.assert_allclose(_np(out), ref.numpy(), rtol=1e-6)
