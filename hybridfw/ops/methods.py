@@ -695,6 +695,24 @@ class TensorMethods(TensorLike):
         from .factories import full  # noqa: PLC0415
         return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
 
+    def new_empty(self, *sizes, size=None, dtype=None):
+        """Zeros (hybridfw never hands out uninitialised memory) of this dtype and device."""
+        from .factories import empty  # noqa: PLC0415
+        return empty(*sizes, size=size, dtype=dtype or self.dtype, device=self.device)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor holding ``data`` (a copy, without history), of this tensor's dtype and
+        device unless given, as in PyTorch: ``x.new_tensor([1, 2])`` of a float32 ``x`` is
+        float32."""
+        dt = as_dtype(dtype) if dtype is not None else self.dtype
+        if isinstance(data, TensorLike):
+            out = apply(E.copy, data.detach().astype(dt))
+        else:  # built in the target dtype, never through float32
+            out = self._to_tensor(np.asarray(data, dtype=dt.np))
+        if device is not None:
+            out = out.to(device)
+        return out.requires_grad_() if requires_grad else out
+
     # ---- dtype conversion -------------------------------------------------------------------
     @staticmethod
     def _to_arguments(args, dtype=None, device=None) -> tuple:
