@@ -11,7 +11,7 @@ import functools
 import math
 from collections import namedtuple
 
-from ..dtypes import as_dtype, bool_, float16, float32, promote_types
+from ..dtypes import as_dtype, bool_, float16, float32, int64, promote_types
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
 from .infer import broadcast_shapes, normalize_dim, normalize_dims, numel
@@ -645,6 +645,9 @@ def einsum(equation: str, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     specs, out = L.parse_equation(equation, [o.ndim for o in operands])
+    if len(operands) == 1 and not operands[0].dtype.is_floating_point and set(specs[0]) - set(out):
+        # one integer/bool operand with labels summed out is a sum, which PyTorch gives int64
+        operands = (apply(E.cast, operands[0], dtype=int64),)
     return apply(L.einsum, *operands, equation=",".join(specs) + "->" + out)
 
 
