@@ -132,8 +132,9 @@ def sqrt_of_variance(v):
 
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably; -inf over an empty dim. ``dim=()``
-    reduces over all dims with ``keepdim=True`` and is refused without it, as in PyTorch."""
-    x = input
+    reduces over all dims with ``keepdim=True`` and is refused without it, as in PyTorch.
+    Integer and bool inputs compute in float32."""
+    x = input if input.dtype.is_floating_point else apply(E.cast, input, dtype=float32)
     if _empty_dims(dim) and not keepdim and x.ndim:
         raise RuntimeError(f"logsumexp: dim={dim!r} without keepdim=True is refused (as "
                            "PyTorch refuses it); pass keepdim=True, or every dim as a tuple")

@@ -289,6 +289,21 @@ def test_logsumexp_over_an_empty_dim_is_minus_inf():
     assert torch.zeros(2, 0).logsumexp(1).tolist() == out.tolist()
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64"])
+def test_logsumexp_of_integers_and_bools_is_float32(dtype):
+    """Integer and bool inputs give float32 (a bool input raised TypeError from a subtraction
+    with a bool operand)."""
+    a = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    out = hf.logsumexp(hf.from_numpy(a), 1)
+    assert out.dtype is hf.float32
+    want = np.log(np.exp(a.astype(np.float64)).sum(1))
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    ref = torch.logsumexp(torch.from_numpy(a), 1)
+    assert ref.dtype == torch.float32
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
+
+
 # ================================================================================ aliases
 def test_t_transposes_at_most_two_dims():
     m = hf.tensor([[1, 2], [3, 4], [5, 6]])
