@@ -174,16 +174,23 @@ def _combine(higher: DType | None, lower: DType | None) -> DType | None:
 
 
 _result_cache: dict = {}
-_PY_SCALARS = (bool, int, float)
+# Python numbers, and numpy scalars as the Python numbers they hold: PyTorch wraps both alike
+# (``int32_tensor * np.float64(0.5)`` is float32, not float64).
+_SCALAR_KIND = {bool: bool, int: int, float: float, np.bool_: bool}
+for _t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+    _SCALAR_KIND[_t] = int
+for _t in (np.float16, np.float32, np.float64):
+    _SCALAR_KIND[_t] = float
+_scalar_kind = _SCALAR_KIND.get
 
 
 def result_type(*operands) -> DType:
     """The dtype PyTorch gives an elementwise op on these operands.
 
-    ``operands`` are tensors (anything with ``.dtype`` and ``.ndim``) or Python scalars.
+    ``operands`` are tensors (anything with ``.dtype`` and ``.ndim``), Python scalars or numpy
+    scalars (which count as the Python numbers they hold, as in PyTorch).
     """
-    key = tuple(o.__class__ if o.__class__ in _PY_SCALARS else (o.dtype, not o.shape)
-                for o in operands)
+    key = tuple(_scalar_kind(o.__class__) or (o.dtype, not o.shape) for o in operands)
     hit = _result_cache.get(key)
     if hit is not None:
         return hit

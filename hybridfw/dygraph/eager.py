@@ -24,8 +24,11 @@ _array_types = (np.ndarray, np.generic)
 
 
 def _convert_args(args, dev):
+    """Lists and numpy arrays become tensors; numpy scalars the Python numbers they hold, as
+    PyTorch reads them (``int32_tensor * np.float64(0.5)`` is float32, not float64)."""
     return tuple(a if isinstance(a, Tensor) or a.__class__ in _scalar_types
-                 else tensor(a, device=dev) for a in args)
+                 else a.item() if isinstance(a, np.generic) else tensor(a, device=dev)
+                 for a in args)
 
 
 def _save_set(op, n):
