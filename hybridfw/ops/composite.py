@@ -9,9 +9,10 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import warnings
 from collections import namedtuple
 
-from ..dtypes import as_dtype, bool_, float16, float32, int64, promote_types
+from ..dtypes import as_dtype, bool_, float16, float32, int64, promote_types, uint8
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
 from .infer import broadcast_shapes, normalize_dim, normalize_dims, numel
@@ -536,6 +537,10 @@ def where(condition, input=_NO_VALUE, other=_NO_VALUE):  # noqa: A002
         return nonzero(condition, as_tuple=True)
     if input is _NO_VALUE or other is _NO_VALUE:
         raise TypeError("where: pass condition alone, or condition, input and other")
+    if isinstance(condition, TensorLike) and condition.dtype is uint8:
+        warnings.warn("where received a uint8 condition tensor: deprecated (as in PyTorch); "
+                      "use a bool condition", UserWarning, stacklevel=2)
+        condition = apply(E.cast, condition, dtype=bool_)
     return apply(E.where, condition, input, other)
 
 

@@ -401,7 +401,7 @@ class TensorMethods(TensorLike):
         return C.nonzero(self, as_tuple=as_tuple)
 
     def where(self, condition, other):
-        return apply(E.where, condition, self, other)
+        return C.where(condition, self, other)
 
     def matmul(self, other):
         return apply(L.matmul, self, other)

@@ -37,3 +37,20 @@ def test_uint8_index_writes_as_a_mask():
     with pytest.warns(UserWarning):
         t[torch.from_numpy(MASK)] = torch.ones(2, 4, dtype=torch.float64)
     np.testing.assert_array_equal(x.numpy(), t.numpy())
+
+
+def test_uint8_where_condition_reads_as_a_mask():
+    """``where`` takes a uint8 condition as PyTorch does (with its deprecation warning); it
+    raised TypeError."""
+    cond = hf.from_numpy(MASK)
+    with pytest.warns(UserWarning, match="uint8"):
+        out = hf.where(cond, hf.tensor([1.0, 2.0, 3.0]), 0.0)
+    assert out.dtype is hf.float32 and out.tolist() == [1.0, 0.0, 3.0]
+    with pytest.warns(UserWarning, match="uint8"):
+        assert hf.tensor([1, 2, 3]).where(cond, -1).tolist() == [1, -1, 3]
+    with pytest.raises(TypeError, match="where: condition must be a bool tensor"):
+        hf.where(cond.int(), 1.0, 0.0)  # other integer conditions stay refused, as in PyTorch
+    torch = pytest.importorskip("torch")
+    with pytest.warns(UserWarning):
+        ref = torch.where(torch.from_numpy(MASK), torch.tensor([1.0, 2.0, 3.0]), 0.0)
+    assert ref.tolist() == out.tolist()
