@@ -299,8 +299,10 @@ class Tensor(TensorMethods):
             return strides
         return strides[normalize_dim("stride", dim, self._data.ndim)]
 
-    def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Tensor":
-        """``.to('cuda')``, ``.to(hf.float64)``, ``.to(other_tensor)``, ``.to(device, dtype)``."""
+    def to(self, *args, dtype=None, device=None, copy: bool = False,
+           non_blocking: bool = False) -> "Tensor":
+        """``.to('cuda')``, ``.to(hf.float64)``, ``.to(other_tensor)``, ``.to(device, dtype)``.
+        ``non_blocking`` is accepted as in PyTorch; copies here are synchronous."""
         dtype, device = self._to_arguments(args, dtype, device)
         out = self
         if device is not None:
@@ -317,7 +319,7 @@ class Tensor(TensorMethods):
     def cpu(self) -> "Tensor":
         return self.to("cpu")
 
-    def cuda(self, device=None) -> "Tensor":
+    def cuda(self, device=None, non_blocking: bool = False) -> "Tensor":
         return self.to("cuda" if device is None else as_device(device if not isinstance(device, int)
                                                                else f"cuda:{device}"))
 

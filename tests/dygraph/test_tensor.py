@@ -321,6 +321,23 @@ def test_to_device_cpu_and_cpu_method():
     assert y.dtype is hf.float64 and y.device == "cpu"
 
 
+def test_to_takes_non_blocking():
+    """``.to(device, non_blocking=True)`` (the usual DataLoader-loop call) and
+    ``.cuda(non_blocking=True)`` are accepted as in PyTorch (they raised TypeError), eagerly and
+    in a static program."""
+    x = hf.tensor([1.0, 2.0])
+    assert x.to("cpu", non_blocking=True) is x
+    assert x.to(hf.device("cpu"), hf.float64, non_blocking=True).dtype is hf.float64
+
+    @hf.jit.to_static
+    def f(t):
+        return t.to("cpu", non_blocking=True) * 2
+
+    assert f(x).tolist() == [2.0, 4.0]
+    if hf.cuda.is_available():
+        assert x.cuda(non_blocking=True).device.type == "cuda"
+
+
 def test_detach_shares_storage_and_drops_history():
     x = hf.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2
