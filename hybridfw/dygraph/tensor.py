@@ -418,7 +418,8 @@ class Tensor(TensorMethods):
         return int(self._data)
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        # as PyTorch: a 0-d tensor formats as its number (f"{loss}" is "0.25", not its repr)
+        if self._data.ndim == 0:
             return format(self.item(), spec)
         return repr(self)
 

@@ -883,3 +883,14 @@ def test_inplace_on_leaf_allowed_under_no_grad():
     assert x.detach().tolist() == [10.0, 6.0]
     (x * x).sum().backward()
     assert x.grad.tolist() == [20.0, 12.0]
+
+
+def test_format_of_zero_d_tensor_is_its_number():
+    """``f"{loss}"`` of a 0-d tensor formats its number, as PyTorch's ``Tensor.__format__``
+    (it gave the repr, ``tensor(0.25)``, without a format spec); more dims keep the repr."""
+    loss, n = hf.tensor(0.25), hf.tensor(3, dtype=hf.int32)
+    assert f"{loss}" == "0.25" and f"{loss:.3f}" == "0.250"
+    assert f"{n}" == "3" and format(n, ">3") == "  3"
+    assert f"{hf.tensor([1.0, 2.0])}" == repr(hf.tensor([1.0, 2.0]))
+    torch = pytest.importorskip("torch")
+    assert f"{torch.tensor(0.25)}" == f"{loss}" and f"{torch.tensor(3)}" == f"{n}"
