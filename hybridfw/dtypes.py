@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = ["DType", "as_dtype", "promote_types", "result_type", "float32", "float64", "float16",
            "int32", "int64", "bool_", "int8", "uint8", "int16", "get_default_dtype",
-           "set_default_dtype"]
+           "set_default_dtype", "finfo", "iinfo"]
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
 
@@ -43,6 +43,11 @@ class DType:
         return f"hybridfw.{self.name}"
 
     __str__ = __repr__
+
+    @property
+    def is_signed(self) -> bool:
+        """Whether the type holds negative numbers (floats and signed integers)."""
+        return self.np.kind in "fi"
 
     def __eq__(self, other) -> bool:
         if other.__class__ is DType:
@@ -133,6 +138,63 @@ def as_dtype(x) -> DType:
     except (KeyError, TypeError):
         raise TypeError(f"unsupported dtype {x!r}; expected one of "
                         f"{', '.join(d.name for d in _ALL)}") from None
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of a floating dtype (default: float32), as ``torch.finfo``: ``bits``,
+    ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.finfo(hf.float16).max
+        65504.0
+    """
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, type=None):  # noqa: A002 - PyTorch's argument name
+        dt = _default_float if type is None else as_dtype(type)
+        if not dt.is_floating_point:
+            raise TypeError(f"finfo: expects a floating point dtype, got {dt}; use hf.iinfo "
+                            "for integer dtypes")
+        info = np.finfo(dt.np)
+        self.bits = int(info.bits)
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)  # (exact: not rounded to the dtype)
+        self.dtype = dt.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Limits of an integer dtype, as ``torch.iinfo``: ``bits``, ``max``, ``min``, ``dtype``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.iinfo(hf.int32).max
+        2147483647
+    """
+
+    __slots__ = ("bits", "max", "min", "dtype")
+
+    def __init__(self, type):  # noqa: A002 - PyTorch's argument name
+        dt = as_dtype(type)
+        if dt.category != _INT:
+            raise TypeError(f"iinfo: expects an integer dtype, got {dt}"
+                            + ("; use hf.finfo for floating dtypes" if dt.is_floating_point
+                               else ""))
+        info = np.iinfo(dt.np)
+        self.bits, self.max, self.min = int(info.bits), int(info.max), int(info.min)
+        self.dtype = dt.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
 
 
 def dtype_of_array(a) -> DType:

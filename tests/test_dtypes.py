@@ -119,3 +119,54 @@ def test_static_program_reads_numpy_scalars_as_eager_code():
     eager = x * np.float64(0.5) + x[0] * np.int64(2)
     assert eager.dtype == "float32"
     np.testing.assert_array_equal(np.asarray(got), eager.numpy())
+
+
+FLOATS = ["float16", "float32", "float64"]
+INTS = ["int8", "uint8", "int16", "int32", "int64"]
+
+
+def test_finfo_and_iinfo_as_pytorch():
+    """``hf.finfo``/``hf.iinfo`` exist (``hf.finfo(x.dtype).min`` is the usual attention-mask
+    fill); every field and the repr equal PyTorch's."""
+    assert hf.finfo(hf.float16).max == 65504.0 and hf.finfo().dtype == "float32"
+    assert hf.finfo("float64").eps == np.finfo(np.float64).eps
+    assert hf.finfo(hf.float16).resolution == 0.001  # exact, not rounded to float16
+    assert (hf.iinfo(hf.int32).min, hf.iinfo(hf.uint8).max) == (-2**31, 255)
+    with pytest.raises(TypeError, match="finfo.*int64.*iinfo"):
+        hf.finfo(hf.int64)
+    with pytest.raises(TypeError, match="iinfo.*float32.*finfo"):
+        hf.iinfo(hf.float32)
+    with pytest.raises(TypeError, match="iinfo.*bool"):
+        hf.iinfo(hf.bool)
+    torch = pytest.importorskip("torch")
+    for name in FLOATS:
+        ours, theirs = hf.finfo(getattr(hf, name)), torch.finfo(getattr(torch, name))
+        assert repr(ours) == repr(theirs) and ours.dtype == str(theirs.dtype)
+        for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+            assert getattr(ours, field) == getattr(theirs, field), (name, field)
+    for name in INTS:
+        ours, theirs = hf.iinfo(getattr(hf, name)), torch.iinfo(getattr(torch, name))
+        assert repr(ours) == repr(theirs)
+        assert (ours.bits, ours.max, ours.min, ours.dtype) == \
+            (theirs.bits, theirs.max, theirs.min, theirs.dtype)
+
+
+def test_byte_char_short_and_is_signed():
+    """PyTorch's ``byte() char() short()`` casts, ``is_signed()`` and ``dtype.is_signed``
+    (they raised AttributeError)."""
+    x = hf.tensor([1.5, -2.0, 100.0])
+    casts = {"byte": "uint8", "char": "int8", "short": "int16"}
+    for method, dtype in casts.items():
+        out = getattr(x, method)()
+        assert out.dtype is getattr(hf, dtype)
+        np.testing.assert_array_equal(out.numpy(), x.numpy().astype(dtype))
+    assert hf.short is hf.int16
+    signed = {d: getattr(hf, d).is_signed for d in FLOATS + INTS}
+    assert signed == {**{d: True for d in FLOATS + INTS}, "uint8": False}
+    assert not hf.bool.is_signed and not x.byte().is_signed() and x.is_signed()
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.5, -2.0, 100.0])
+    for method in ("char", "short"):  # (byte() of a negative float is undefined in C)
+        np.testing.assert_array_equal(getattr(x, method)().numpy(), getattr(t, method)().numpy())
+    for d in FLOATS + INTS:
+        assert getattr(hf, d).is_signed == getattr(torch, d).is_signed

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64, result_type
+from ..dtypes import (DType, as_dtype, bool_, float16, float32, float64, int8, int16, int32,
+                      int64, result_type, uint8)
 from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
@@ -753,8 +754,20 @@ class TensorMethods(TensorLike):
     def bool(self):
         return self.astype(bool_)
 
+    def byte(self):
+        return self.astype(uint8)
+
+    def char(self):
+        return self.astype(int8)
+
+    def short(self):
+        return self.astype(int16)
+
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
 
     # ---- in-place (optimizers, init): they bump the storage version ---------------------------
     def add_(self, other, *, alpha=1):
