@@ -51,10 +51,19 @@ class Tensor(TensorMethods):
     __slots__ = ("_data", "_storage", "_node", "_rg", "_grad", "shape", "dtype", "_base",
                  "_chain", "_views", "__weakref__")
 
-    def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
-        if data is None:
-            data = []
-        made = tensor(data, dtype=dtype if dtype is not None else get_default_dtype(), device=device)
+    def __init__(self, *data, dtype=None, device=None, requires_grad: bool = False):
+        # PyTorch's legacy constructor: Tensor(2, 3) is a (2, 3) tensor (uninitialised there,
+        # zeros here, as hf.empty), Tensor([2, 3]) holds the data, Tensor() is empty
+        dt = as_dtype(dtype) if dtype is not None else get_default_dtype()
+        if data and all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+                        for n in data):
+            data = np.zeros(tuple(int(n) for n in data), dt.np)
+        elif len(data) > 1:
+            raise TypeError(f"Tensor(): takes sizes (ints) or one sequence of data, got "
+                            f"{', '.join(type(d).__name__ for d in data)}")
+        else:
+            data = data[0] if data and data[0] is not None else []
+        made = tensor(data, dtype=dt, device=device)
         self._data = made._data
         self._storage = made._storage
         self.shape = made.shape

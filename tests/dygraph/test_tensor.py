@@ -894,3 +894,21 @@ def test_format_of_zero_d_tensor_is_its_number():
     assert f"{hf.tensor([1.0, 2.0])}" == repr(hf.tensor([1.0, 2.0]))
     torch = pytest.importorskip("torch")
     assert f"{torch.tensor(0.25)}" == f"{loss}" and f"{torch.tensor(3)}" == f"{n}"
+
+
+def test_legacy_constructor_takes_sizes():
+    """``hf.Tensor(2, 3)`` is a float32 tensor of that shape (zeros: hybridfw hands out no
+    uninitialised memory), as ``torch.Tensor(out, in)`` in older layers' parameters; it
+    raised TypeError, and ``hf.Tensor(3)`` was the 0-d tensor 3.0 where PyTorch gives 3
+    elements. One sequence is the data."""
+    assert hf.Tensor(2, 3).shape == (2, 3) and hf.Tensor(2, 3).dtype is hf.float32
+    assert hf.Tensor(3).tolist() == [0.0, 0.0, 0.0] and hf.Tensor(np.int64(2)).shape == (2,)
+    assert hf.Tensor([3]).tolist() == [3.0] and hf.Tensor((2, 3)).tolist() == [2.0, 3.0]
+    assert hf.Tensor().shape == (0,)
+    w = hf.nn.Parameter(hf.Tensor(4, 3))
+    assert w.shape == (4, 3) and w.requires_grad
+    with pytest.raises(TypeError, match="Tensor\\(\\): takes sizes"):
+        hf.Tensor(2, 3.5)
+    torch = pytest.importorskip("torch")
+    for args in [(2, 3), (3,), ([3],), ((2, 3),), ()]:
+        assert tuple(torch.Tensor(*args).shape) == hf.Tensor(*args).shape
