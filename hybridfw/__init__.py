@@ -23,6 +23,8 @@ from .dtypes import (DType, as_dtype, bool_, finfo, float16, float32, float64, g
                      iinfo, int8, int16, int32, int64, set_default_dtype, uint8)
 from .dygraph import (Tensor, as_tensor, enable_grad, from_numpy, inference_mode,
                       is_grad_enabled, no_grad, set_grad_enabled, tensor)
+from .dygraph.legacy_types import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,
+                                   HalfTensor, IntTensor, LongTensor, ShortTensor)
 from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, logspace,
                             ones, ones_like, rand, rand_like, randint, randint_like, randn,
                             randn_like, zeros, zeros_like)
@@ -75,4 +77,5 @@ __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empt
            "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "inference_mode", "autograd", "cuda", "memory",
            "as_dtype", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
-           *_function_names]
+           "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor", *_function_names]

@@ -93,6 +93,18 @@ _BY_KEY[bool] = bool_
 _default_float = float32
 
 
+# PyTorch's legacy tensor type names (``x.type()`` gives one; ``hf.FloatTensor`` is one)
+LEGACY_TYPE_NAMES = {"FloatTensor": float32, "DoubleTensor": float64, "HalfTensor": float16,
+                     "LongTensor": int64, "IntTensor": int32, "ShortTensor": int16,
+                     "CharTensor": int8, "ByteTensor": uint8, "BoolTensor": bool_}
+_LEGACY_NAME_OF = {dt: name for name, dt in LEGACY_TYPE_NAMES.items()}
+
+
+def legacy_type_name(dt: DType) -> str:
+    """``'hybridfw.FloatTensor'`` for float32, as ``torch.Tensor.type()`` names types."""
+    return f"hybridfw.{_LEGACY_NAME_OF[dt]}"
+
+
 def get_default_dtype() -> DType:
     """The dtype of floating tensors made from Python floats (float32 unless
     :func:`set_default_dtype` changed it)."""

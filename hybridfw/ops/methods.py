@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import (DType, as_dtype, bool_, float16, float32, float64, int8, int16, int32,
-                      int64, result_type, uint8)
+from ..dtypes import (LEGACY_TYPE_NAMES, DType, as_dtype, bool_, float16, float32, float64,
+                      int8, int16, int32, int64, legacy_type_name, result_type, uint8)
 from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
@@ -734,7 +734,20 @@ class TensorMethods(TensorLike):
         dt = as_dtype(dtype)
         return self if dt is self.dtype else apply(E.cast, self, dtype=dt)
 
-    type = astype
+    def type(self, dtype=None, non_blocking: bool = False):
+        """PyTorch's legacy form: without ``dtype`` the type's name
+        (``'hybridfw.FloatTensor'``); else ``astype``, also taking a legacy type
+        (``hf.LongTensor``) or name (``'torch.LongTensor'``, ``'hybridfw.LongTensor'``)."""
+        if dtype is None:
+            return legacy_type_name(self.dtype)
+        legacy = getattr(dtype, "legacy_dtype", None)  # hf.LongTensor and its kin
+        if legacy is not None:
+            dtype = legacy
+        elif isinstance(dtype, str) and dtype.rpartition(".")[2] in LEGACY_TYPE_NAMES:
+            if dtype.partition(".")[0] not in ("torch", "hybridfw") or dtype.count(".") != 1:
+                raise TypeError(f"type: unsupported type name {dtype!r}")
+            dtype = LEGACY_TYPE_NAMES[dtype.rpartition(".")[2]]
+        return self.astype(dtype)
 
     def float(self):
         return self.astype(float32)
