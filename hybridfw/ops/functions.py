@@ -134,7 +134,7 @@ def reciprocal(input):  # noqa: A002
 
 
 def square(input):  # noqa: A002
-    return apply(E.mul, input, input)
+    return input.square()
 
 
 def amax(input, dim=None, keepdim=False):  # noqa: A002

@@ -364,6 +364,8 @@ class TensorMethods(TensorLike):
         return C.round(self, decimals=decimals)
 
     def square(self):
+        if self.dtype is bool_:  # PyTorch's pow(x, 2): a bool squares to int64 (x itself)
+            return apply(E.cast, self, dtype=int64)
         return apply(_mul, self, self)
 
     def reciprocal(self):

@@ -382,3 +382,16 @@ def test_softmax_dtype_argument(call):
     ref = eval(call, {}, dict(x=torch.tensor(_X.tolist()), lib=torch))  # noqa: S307
     assert str(out.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
     np.testing.assert_allclose(_np(out), ref.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float16"])
+def test_square_dtype_as_pow_two(dtype):
+    """``square`` is PyTorch's ``pow(x, 2)``: a bool tensor squares to int64 (it stayed bool);
+    the method and the function agree."""
+    a = np.array([[True, False], [True, True]]).astype(dtype)
+    want = "int64" if dtype == "bool" else dtype
+    for out in (hf.from_numpy(a).square(), hf.square(hf.from_numpy(a))):
+        assert out.dtype == want
+        np.testing.assert_array_equal(out.numpy(), a.astype(want) ** 2)
+    torch = pytest.importorskip("torch")
+    assert str(torch.from_numpy(a).square().dtype) == f"torch.{want}"
