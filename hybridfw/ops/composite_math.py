@@ -81,12 +81,12 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
 def _bool_as_number(x, other):
     """A bool operand as the number type it meets ``other`` in (these composites subtract it,
     which the ``-`` operator refuses for bools, though PyTorch's functions take them)."""
-    if x.__class__ is bool:
-        return int(x)
-    if isinstance(x, TensorLike) and x.dtype is bool_:
-        dt = result_type(x, other)
-        return x if dt is bool_ else apply(E.cast, x, dtype=dt)
-    return x
+    if x.__class__ is not bool and not (isinstance(x, TensorLike) and x.dtype is bool_):
+        return x
+    dt = result_type(x, other)
+    if dt is bool_:  # bools on both sides: left to the op, which refuses them as PyTorch
+        return x
+    return int(x) if x.__class__ is bool else apply(E.cast, x, dtype=dt)
 
 
 def logaddexp(input, other):  # noqa: A002
