@@ -19,10 +19,12 @@ import warnings as _warnings
 from . import autograd, cuda, memory  # noqa: F401
 from .backend import Device, get_default_device, set_default_device
 from .backend import device as device
-from .dtypes import (DType, as_dtype, bool_, float16, float32, float64, get_default_dtype, int8,
-                     int16, int32, int64, set_default_dtype, uint8)
+from .dtypes import (DType, as_dtype, bool_, finfo, float16, float32, float64, get_default_dtype,
+                     iinfo, int8, int16, int32, int64, set_default_dtype, uint8)
 from .dygraph import (Tensor, as_tensor, enable_grad, from_numpy, inference_mode,
                       is_grad_enabled, no_grad, set_grad_enabled, tensor)
+from .dygraph.legacy_types import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,
+                                   HalfTensor, IntTensor, LongTensor, ShortTensor)
 from .ops.factories import (arange, empty, empty_like, eye, full, full_like, linspace, logspace,
                             ones, ones_like, rand, rand_like, randint, randint_like, randn,
                             randn_like, zeros, zeros_like)
@@ -41,7 +43,7 @@ _warnings.filterwarnings("ignore", message=r"(divide by zero|overflow|invalid va
 # module calls the builtins they shadow.
 bool = bool_  # noqa: A001
 float, int = float32, int32  # noqa: A001
-double, half, long = float64, float16, int64
+double, half, long, short = float64, float16, int64, int16
 dtype = DType
 
 __version__ = "0.1.0"
@@ -71,6 +73,9 @@ __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empt
            "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "logspace",
            "manual_seed", "seed", "initial_seed", "float16", "float32", "float64",
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
-           "long", "device", "Device", "set_default_device", "get_default_device", "no_grad", "enable_grad",
+           "long", "short", "device", "Device", "set_default_device", "get_default_device",
+           "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "inference_mode", "autograd", "cuda", "memory",
-           "as_dtype", "get_default_dtype", "set_default_dtype", *_function_names]
+           "as_dtype", "get_default_dtype", "set_default_dtype", "finfo", "iinfo",
+           "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor", *_function_names]

@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = ["DType", "as_dtype", "promote_types", "result_type", "float32", "float64", "float16",
            "int32", "int64", "bool_", "int8", "uint8", "int16", "get_default_dtype",
-           "set_default_dtype"]
+           "set_default_dtype", "finfo", "iinfo"]
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
 
@@ -43,6 +43,11 @@ class DType:
         return f"hybridfw.{self.name}"
 
     __str__ = __repr__
+
+    @property
+    def is_signed(self) -> bool:
+        """Whether the type holds negative numbers (floats and signed integers)."""
+        return self.np.kind in "fi"
 
     def __eq__(self, other) -> bool:
         if other.__class__ is DType:
@@ -86,6 +91,18 @@ _BY_KEY[int] = int64
 _BY_KEY[bool] = bool_
 
 _default_float = float32
+
+
+# PyTorch's legacy tensor type names (``x.type()`` gives one; ``hf.FloatTensor`` is one)
+LEGACY_TYPE_NAMES = {"FloatTensor": float32, "DoubleTensor": float64, "HalfTensor": float16,
+                     "LongTensor": int64, "IntTensor": int32, "ShortTensor": int16,
+                     "CharTensor": int8, "ByteTensor": uint8, "BoolTensor": bool_}
+_LEGACY_NAME_OF = {dt: name for name, dt in LEGACY_TYPE_NAMES.items()}
+
+
+def legacy_type_name(dt: DType) -> str:
+    """``'hybridfw.FloatTensor'`` for float32, as ``torch.Tensor.type()`` names types."""
+    return f"hybridfw.{_LEGACY_NAME_OF[dt]}"
 
 
 def get_default_dtype() -> DType:
@@ -135,6 +152,63 @@ def as_dtype(x) -> DType:
                         f"{', '.join(d.name for d in _ALL)}") from None
 
 
+class finfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of a floating dtype (default: float32), as ``torch.finfo``: ``bits``,
+    ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.finfo(hf.float16).max
+        65504.0
+    """
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, type=None):  # noqa: A002 - PyTorch's argument name
+        dt = _default_float if type is None else as_dtype(type)
+        if not dt.is_floating_point:
+            raise TypeError(f"finfo: expects a floating point dtype, got {dt}; use hf.iinfo "
+                            "for integer dtypes")
+        info = np.finfo(dt.np)
+        self.bits = int(info.bits)
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)  # (exact: not rounded to the dtype)
+        self.dtype = dt.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Limits of an integer dtype, as ``torch.iinfo``: ``bits``, ``max``, ``min``, ``dtype``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.iinfo(hf.int32).max
+        2147483647
+    """
+
+    __slots__ = ("bits", "max", "min", "dtype")
+
+    def __init__(self, type):  # noqa: A002 - PyTorch's argument name
+        dt = as_dtype(type)
+        if dt.category != _INT:
+            raise TypeError(f"iinfo: expects an integer dtype, got {dt}"
+                            + ("; use hf.finfo for floating dtypes" if dt.is_floating_point
+                               else ""))
+        info = np.iinfo(dt.np)
+        self.bits, self.max, self.min = int(info.bits), int(info.max), int(info.min)
+        self.dtype = dt.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
 def dtype_of_array(a) -> DType:
     """The DType of a numpy/cupy array (raises TypeError for unsupported ones like complex)."""
     try:
@@ -174,16 +248,23 @@ def _combine(higher: DType | None, lower: DType | None) -> DType | None:
 
 
 _result_cache: dict = {}
-_PY_SCALARS = (bool, int, float)
+# Python numbers, and numpy scalars as the Python numbers they hold: PyTorch wraps both alike
+# (``int32_tensor * np.float64(0.5)`` is float32, not float64).
+_SCALAR_KIND = {bool: bool, int: int, float: float, np.bool_: bool}
+for _t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+    _SCALAR_KIND[_t] = int
+for _t in (np.float16, np.float32, np.float64):
+    _SCALAR_KIND[_t] = float
+_scalar_kind = _SCALAR_KIND.get
 
 
 def result_type(*operands) -> DType:
     """The dtype PyTorch gives an elementwise op on these operands.
 
-    ``operands`` are tensors (anything with ``.dtype`` and ``.ndim``) or Python scalars.
+    ``operands`` are tensors (anything with ``.dtype`` and ``.ndim``), Python scalars or numpy
+    scalars (which count as the Python numbers they hold, as in PyTorch).
     """
-    key = tuple(o.__class__ if o.__class__ in _PY_SCALARS else (o.dtype, not o.shape)
-                for o in operands)
+    key = tuple(_scalar_kind(o.__class__) or (o.dtype, not o.shape) for o in operands)
     hit = _result_cache.get(key)
     if hit is not None:
         return hit

@@ -1,7 +1,14 @@
-"""hf.set_default_dtype / hf.get_default_dtype against torch.set_default_dtype."""
+"""hybridfw.dtypes against PyTorch: hf.set_default_dtype / hf.get_default_dtype against
+torch.set_default_dtype; and the promotion of numpy scalar operands: they count as the
+Python numbers they hold, as PyTorch wraps them, in eager ops and in static programs alike
+(they were 0-d tensors of their own dtype: ``int32_tensor * np.float64(0.5)`` was float64
+where PyTorch gives float32, ``int32_0d + np.int64(3)`` int64 where it gives int32). numpy
+bools stay bools (PyTorch reads them as floats: ``mask & np.True_`` raises there)."""
+import numpy as np
 import pytest
 
 import hybridfw as hf
+from hybridfw import static
 
 
 @pytest.fixture
@@ -62,3 +69,104 @@ def test_set_default_dtype_refuses_non_float(bad, restore_default_dtype):
     with pytest.raises(TypeError, match="only floating-point types"):
         hf.set_default_dtype(bad)
     assert hf.get_default_dtype() is hf.float32
+
+
+# (tensor dtype, 0-d?, numpy scalar, expected dtype -- PyTorch's)
+CASES = [
+    ("int32", False, np.float64(0.5), "float32"),
+    ("int64", False, np.float16(1.5), "float32"),
+    ("int32", True, np.float64(2.5), "float32"),
+    ("int32", True, np.int64(3), "int32"),
+    ("bool", False, np.int32(3), "int64"),
+    ("bool", True, np.int8(2), "int64"),
+    ("bool", False, np.float64(0.5), "float32"),
+    ("float16", False, np.float64(0.5), "float16"),
+    ("float16", True, np.float32(0.5), "float16"),
+    ("float32", False, np.int64(2), "float32"),
+    ("int32", False, np.bool_(True), "int32"),
+]
+
+
+def _operand(lib, dtype, zero_d):
+    data = np.array(3 if zero_d else [1, 2, 3]).astype(dtype)
+    return lib.from_numpy(data)
+
+
+@pytest.mark.parametrize("dtype, zero_d, scalar, expected", CASES)
+def test_numpy_scalars_promote_as_python_numbers(dtype, zero_d, scalar, expected):
+    x = _operand(hf, dtype, zero_d)
+    for out in (x * scalar, scalar * x, hf.where(x > 1, x, scalar), x.clamp(max=scalar)):
+        assert out.dtype == expected
+    assert hf.result_type(x, scalar) == expected
+    np.testing.assert_array_equal((x * scalar).numpy(), (x * scalar.item()).numpy())
+    torch = pytest.importorskip("torch")
+    if isinstance(scalar, np.bool_):
+        return  # PyTorch reads a numpy bool as a float
+    t = _operand(torch, dtype, zero_d)
+    assert str((t * scalar).dtype) == f"torch.{expected}"
+    np.testing.assert_array_equal((x * scalar).numpy(), (t * scalar).numpy())
+
+
+def test_static_program_reads_numpy_scalars_as_eager_code():
+    prog = static.Program()
+    with static.program_guard(prog):
+        v = static.data("x", [3], "int32")
+        out = v * np.float64(0.5) + v[0] * np.int64(2)
+    assert out.dtype == "float32"
+    (got,) = static.Executor().run(prog, feed={"x": hf.tensor([1, 2, 3], dtype=hf.int32)},
+                                   fetch_list=[out], return_numpy=True)
+    x = hf.tensor([1, 2, 3], dtype=hf.int32)
+    eager = x * np.float64(0.5) + x[0] * np.int64(2)
+    assert eager.dtype == "float32"
+    np.testing.assert_array_equal(np.asarray(got), eager.numpy())
+
+
+FLOATS = ["float16", "float32", "float64"]
+INTS = ["int8", "uint8", "int16", "int32", "int64"]
+
+
+def test_finfo_and_iinfo_as_pytorch():
+    """``hf.finfo``/``hf.iinfo`` exist (``hf.finfo(x.dtype).min`` is the usual attention-mask
+    fill); every field and the repr equal PyTorch's."""
+    assert hf.finfo(hf.float16).max == 65504.0 and hf.finfo().dtype == "float32"
+    assert hf.finfo("float64").eps == np.finfo(np.float64).eps
+    assert hf.finfo(hf.float16).resolution == 0.001  # exact, not rounded to float16
+    assert (hf.iinfo(hf.int32).min, hf.iinfo(hf.uint8).max) == (-2**31, 255)
+    with pytest.raises(TypeError, match="finfo.*int64.*iinfo"):
+        hf.finfo(hf.int64)
+    with pytest.raises(TypeError, match="iinfo.*float32.*finfo"):
+        hf.iinfo(hf.float32)
+    with pytest.raises(TypeError, match="iinfo.*bool"):
+        hf.iinfo(hf.bool)
+    torch = pytest.importorskip("torch")
+    for name in FLOATS:
+        ours, theirs = hf.finfo(getattr(hf, name)), torch.finfo(getattr(torch, name))
+        assert repr(ours) == repr(theirs) and ours.dtype == str(theirs.dtype)
+        for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+            assert getattr(ours, field) == getattr(theirs, field), (name, field)
+    for name in INTS:
+        ours, theirs = hf.iinfo(getattr(hf, name)), torch.iinfo(getattr(torch, name))
+        assert repr(ours) == repr(theirs)
+        assert (ours.bits, ours.max, ours.min, ours.dtype) == \
+            (theirs.bits, theirs.max, theirs.min, theirs.dtype)
+
+
+def test_byte_char_short_and_is_signed():
+    """PyTorch's ``byte() char() short()`` casts, ``is_signed()`` and ``dtype.is_signed``
+    (they raised AttributeError)."""
+    x = hf.tensor([1.5, -2.0, 100.0])
+    casts = {"byte": "uint8", "char": "int8", "short": "int16"}
+    for method, dtype in casts.items():
+        out = getattr(x, method)()
+        assert out.dtype is getattr(hf, dtype)
+        np.testing.assert_array_equal(out.numpy(), x.numpy().astype(dtype))
+    assert hf.short is hf.int16
+    signed = {d: getattr(hf, d).is_signed for d in FLOATS + INTS}
+    assert signed == {**{d: True for d in FLOATS + INTS}, "uint8": False}
+    assert not hf.bool.is_signed and not x.byte().is_signed() and x.is_signed()
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.5, -2.0, 100.0])
+    for method in ("char", "short"):  # (byte() of a negative float is undefined in C)
+        np.testing.assert_array_equal(getattr(x, method)().numpy(), getattr(t, method)().numpy())
+    for d in FLOATS + INTS:
+        assert getattr(hf, d).is_signed == getattr(torch, d).is_signed

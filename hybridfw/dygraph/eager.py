@@ -24,8 +24,11 @@ _array_types = (np.ndarray, np.generic)
 
 
 def _convert_args(args, dev):
+    """Lists and numpy arrays become tensors; numpy scalars the Python numbers they hold, as
+    PyTorch reads them (``int32_tensor * np.float64(0.5)`` is float32, not float64)."""
     return tuple(a if isinstance(a, Tensor) or a.__class__ in _scalar_types
-                 else tensor(a, device=dev) for a in args)
+                 else a.item() if isinstance(a, np.generic) else tensor(a, device=dev)
+                 for a in args)
 
 
 def _save_set(op, n):
@@ -216,7 +219,7 @@ class EagerInterpreter:
                                    "directly or clone() the view")
             # the views from the base down to the target, with their histories before the write
             parents = self._replay(target._base, target._chain[:-1])
-        shape, dtype, _ = op.infer(*args, **attrs)
+        shape, dtype, cdtype = op.infer(*args, **attrs)
         if tuple(shape) != target.shape:
             raise ValueError(f"{op.name}: in-place output of shape {target.shape} does not match "
                              f"the broadcast shape {tuple(shape)}")
@@ -230,7 +233,10 @@ class EagerInterpreter:
                 if a._storage.device is not dev:
                     raise RuntimeError(f"{op.name}: expected all tensors on the same device, got "
                                        f"{dev} and {a._storage.device}")
-                arrays.append(a._data)
+                # operands meet in the compute dtype, as out of place (uint8 += int8 0-d
+                # tensor adds in uint8, not in numpy's int16)
+                arrays.append(a._data if cdtype is None or a.dtype is cdtype
+                              else a._data.astype(cdtype.np))
             else:
                 arrays.append(a)
         node = None
@@ -248,8 +254,10 @@ class EagerInterpreter:
             raise RuntimeError(f"{op.name}: cannot write in place into this tensor: it is a "
                                "broadcast (expand) view whose elements share memory; clone() it")
         try:
-            if op.supports_out:
+            if op.supports_out and dtype.np.kind == target.dtype.np.kind:
                 op.kernel(dev.xp, *arrays, out=target._data, **attrs)
+            elif op.supports_out:  # uint8 += int8 (int16): out= refuses signed into unsigned;
+                target._data[...] = op.kernel(dev.xp, *arrays, **attrs)  # wrap, as PyTorch
             else:
                 raise TypeError(f"{op.name} has no in-place form")
         except (ValueError, TypeError, IndexError, ArithmeticError) as exc:

@@ -51,10 +51,19 @@ class Tensor(TensorMethods):
     __slots__ = ("_data", "_storage", "_node", "_rg", "_grad", "shape", "dtype", "_base",
                  "_chain", "_views", "__weakref__")
 
-    def __init__(self, data=None, *, dtype=None, device=None, requires_grad: bool = False):
-        if data is None:
-            data = []
-        made = tensor(data, dtype=dtype if dtype is not None else get_default_dtype(), device=device)
+    def __init__(self, *data, dtype=None, device=None, requires_grad: bool = False):
+        # PyTorch's legacy constructor: Tensor(2, 3) is a (2, 3) tensor (uninitialised there,
+        # zeros here, as hf.empty), Tensor([2, 3]) holds the data, Tensor() is empty
+        dt = as_dtype(dtype) if dtype is not None else get_default_dtype()
+        if data and all(isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+                        for n in data):
+            data = np.zeros(tuple(int(n) for n in data), dt.np)
+        elif len(data) > 1:
+            raise TypeError(f"Tensor(): takes sizes (ints) or one sequence of data, got "
+                            f"{', '.join(type(d).__name__ for d in data)}")
+        else:
+            data = data[0] if data and data[0] is not None else []
+        made = tensor(data, dtype=dt, device=device)
         self._data = made._data
         self._storage = made._storage
         self.shape = made.shape
@@ -299,8 +308,10 @@ class Tensor(TensorMethods):
             return strides
         return strides[normalize_dim("stride", dim, self._data.ndim)]
 
-    def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Tensor":
-        """``.to('cuda')``, ``.to(hf.float64)``, ``.to(other_tensor)``, ``.to(device, dtype)``."""
+    def to(self, *args, dtype=None, device=None, copy: bool = False,
+           non_blocking: bool = False) -> "Tensor":
+        """``.to('cuda')``, ``.to(hf.float64)``, ``.to(other_tensor)``, ``.to(device, dtype)``.
+        ``non_blocking`` is accepted as in PyTorch; copies here are synchronous."""
         dtype, device = self._to_arguments(args, dtype, device)
         out = self
         if device is not None:
@@ -317,7 +328,7 @@ class Tensor(TensorMethods):
     def cpu(self) -> "Tensor":
         return self.to("cpu")
 
-    def cuda(self, device=None) -> "Tensor":
+    def cuda(self, device=None, non_blocking: bool = False) -> "Tensor":
         return self.to("cuda" if device is None else as_device(device if not isinstance(device, int)
                                                                else f"cuda:{device}"))
 
@@ -416,7 +427,8 @@ class Tensor(TensorMethods):
         return int(self._data)
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        # as PyTorch: a 0-d tensor formats as its number (f"{loss}" is "0.25", not its repr)
+        if self._data.ndim == 0:
             return format(self.item(), spec)
         return repr(self)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import warnings
 from collections import namedtuple
 
-from ..dtypes import as_dtype, bool_, float16, float32, promote_types
+from ..dtypes import as_dtype, bool_, float16, float32, int64, promote_types, uint8
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
 from .infer import broadcast_shapes, normalize_dim, normalize_dims, numel
@@ -132,8 +133,9 @@ def sqrt_of_variance(v):
 
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably; -inf over an empty dim. ``dim=()``
-    reduces over all dims with ``keepdim=True`` and is refused without it, as in PyTorch."""
-    x = input
+    reduces over all dims with ``keepdim=True`` and is refused without it, as in PyTorch.
+    Integer and bool inputs compute in float32."""
+    x = input if input.dtype.is_floating_point else apply(E.cast, input, dtype=float32)
     if _empty_dims(dim) and not keepdim and x.ndim:
         raise RuntimeError(f"logsumexp: dim={dim!r} without keepdim=True is refused (as "
                            "PyTorch refuses it); pass keepdim=True, or every dim as a tuple")
@@ -535,6 +537,10 @@ def where(condition, input=_NO_VALUE, other=_NO_VALUE):  # noqa: A002
         return nonzero(condition, as_tuple=True)
     if input is _NO_VALUE or other is _NO_VALUE:
         raise TypeError("where: pass condition alone, or condition, input and other")
+    if isinstance(condition, TensorLike) and condition.dtype is uint8:
+        warnings.warn("where received a uint8 condition tensor: deprecated (as in PyTorch); "
+                      "use a bool condition", UserWarning, stacklevel=2)
+        condition = apply(E.cast, condition, dtype=bool_)
     return apply(E.where, condition, input, other)
 
 
@@ -645,19 +651,25 @@ def einsum(equation: str, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     specs, out = L.parse_equation(equation, [o.ndim for o in operands])
+    if len(operands) == 1 and not operands[0].dtype.is_floating_point and set(specs[0]) - set(out):
+        # one integer/bool operand with labels summed out is a sum, which PyTorch gives int64
+        operands = (apply(E.cast, operands[0], dtype=int64),)
     return apply(L.einsum, *operands, equation=",".join(specs) + "->" + out)
 
 
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
-    """Product over ``dim`` (an int, or None for every element); ``dtype`` casts the input
-    first, as in PyTorch."""
-    if dtype is not None:
-        dt = as_dtype(dtype)
-        input = input if input.dtype is dt else apply(E.cast, input, dtype=dt)  # noqa: A001
+    """Product over ``dim`` (an int, or None for every element); integer and bool inputs
+    multiply to int64, unless ``dtype`` is given: the input is cast to it first and the result
+    has it (an int32 ``dtype`` gives int32), as in PyTorch."""
     if _empty_dims(dim):
         raise TypeError(f"prod: dim must be an int or None, got {dim!r} (PyTorch's prod "
                         "takes no empty dim list); pass dim=None to multiply every element")
-    return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
+    if dtype is None:
+        return apply(R.prod, input, dim=_dims_attr(dim), keepdim=keepdim)
+    dt = as_dtype(dtype)
+    x = input if input.dtype is dt else apply(E.cast, input, dtype=dt)
+    out = apply(R.prod, x, dim=_dims_attr(dim), keepdim=keepdim)
+    return out if out.dtype is dt else apply(E.cast, out, dtype=dt)
 
 
 def _cumulative(op, input, dim: int, dtype):  # noqa: A002

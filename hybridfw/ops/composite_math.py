@@ -78,6 +78,17 @@ def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return input + (quotient if value == 1 else value * quotient)
 
 
+def _bool_as_number(x, other):
+    """A bool operand as the number type it meets ``other`` in (these composites subtract it,
+    which the ``-`` operator refuses for bools, though PyTorch's functions take them)."""
+    if x.__class__ is not bool and not (isinstance(x, TensorLike) and x.dtype is bool_):
+        return x
+    dt = result_type(x, other)
+    if dt is bool_:  # bools on both sides: left to the op, which refuses them as PyTorch
+        return x
+    return int(x) if x.__class__ is bool else apply(E.cast, x, dtype=dt)
+
+
 def logaddexp(input, other):  # noqa: A002
     """``log(exp(input) + exp(other))`` without overflow: ``max + log1p(exp(-|a - b|))``;
     two equal infinities give themselves.
@@ -85,7 +96,7 @@ def logaddexp(input, other):  # noqa: A002
     >>> round(hf.logaddexp(hf.tensor(1000.0), hf.tensor(1000.0)).item(), 3)
     1000.693
     """
-    a, b = input, other
+    a, b = _bool_as_number(input, other), _bool_as_number(other, input)
     top = apply(E.maximum, a, b)
     spread = apply(E.neg, apply(E.abs_, a - b))
     value = top + apply(E.log1p, apply(E.exp, spread))
@@ -116,6 +127,7 @@ def fmod(input, other):  # noqa: A002
     if isinstance(other, int) and other == 0 and isinstance(input, TensorLike) and \
             not input.dtype.is_floating_point:
         raise E.IntegerDivisionByZeroError("fmod: integer division by zero (the divisor is 0)")
+    other = _bool_as_number(other, input)  # fmod(x, True) is fmod(x, 1), as in PyTorch
     r = apply(E.remainder, input, other)
     # remainder and fmod differ by one divisor where the remainder's sign is not the input's
     negative = input < 0 if isinstance(input, TensorLike) else input < 0

@@ -134,7 +134,7 @@ def reciprocal(input):  # noqa: A002
 
 
 def square(input):  # noqa: A002
-    return apply(E.mul, input, input)
+    return input.square()
 
 
 def amax(input, dim=None, keepdim=False):  # noqa: A002
@@ -149,12 +149,12 @@ def logical_not(input):  # noqa: A002
     return input.logical_not()
 
 
-def softmax(input, dim):  # noqa: A002
-    return input.softmax(dim)
+def softmax(input, dim, dtype=None):  # noqa: A002
+    return input.softmax(dim, dtype)
 
 
-def log_softmax(input, dim):  # noqa: A002
-    return input.log_softmax(dim)
+def log_softmax(input, dim, dtype=None):  # noqa: A002
+    return input.log_softmax(dim, dtype)
 
 
 def is_tensor(obj) -> bool:

@@ -8,7 +8,9 @@ index tensor input).
 """
 from __future__ import annotations
 
-from ..dtypes import bool_, int64
+import warnings
+
+from ..dtypes import bool_, int64, uint8
 from .infer import broadcast_shapes
 from .lowering_rules import ScalarIndex, Unsupported, view_rule
 from ..backend import add_at
@@ -51,6 +53,10 @@ def parse_index(index, to_tensor):
             t = item if isinstance(item, TensorLike) else to_tensor(item)
             if isinstance(item, list) and 0 in t.shape:  # x[[]]: an empty int64 index, as
                 t = t.astype(int64)                       # PyTorch reads it (not float32)
+            if t.dtype is uint8:  # PyTorch's legacy byte mask: a mask, not integer indices
+                warnings.warn("indexing with dtype uint8 is deprecated (as in PyTorch), and "
+                              "reads it as a mask; use a bool tensor", UserWarning, stacklevel=3)
+                t = t.astype(bool_)
             if not (t.dtype is bool_ or t.dtype.category == 1):
                 raise IndexError(f"getitem: tensors used as indices must be integer or bool, "
                                  f"got dtype {t.dtype}")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType, as_dtype, bool_, float16, float32, float64, int32, int64
+from ..dtypes import (LEGACY_TYPE_NAMES, DType, as_dtype, bool_, float16, float32, float64,
+                      int8, int16, int32, int64, legacy_type_name, result_type, uint8)
 from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
@@ -363,6 +364,8 @@ class TensorMethods(TensorLike):
         return C.round(self, decimals=decimals)
 
     def square(self):
+        if self.dtype is bool_:  # PyTorch's pow(x, 2): a bool squares to int64 (x itself)
+            return apply(E.cast, self, dtype=int64)
         return apply(_mul, self, self)
 
     def reciprocal(self):
@@ -401,7 +404,7 @@ class TensorMethods(TensorLike):
         return C.nonzero(self, as_tuple=as_tuple)
 
     def where(self, condition, other):
-        return apply(E.where, condition, self, other)
+        return C.where(condition, self, other)
 
     def matmul(self, other):
         return apply(L.matmul, self, other)
@@ -668,13 +671,17 @@ class TensorMethods(TensorLike):
         """A copy with its own storage (differentiable)."""
         return apply(E.copy, self)
 
-    def softmax(self, dim):
+    def softmax(self, dim, dtype=None):
+        """Softmax along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
         from . import nn_ops  # noqa: PLC0415 - nn_ops imports this module's siblings
-        return apply(nn_ops.softmax, self, dim=dim)
+        x = self if dtype is None else self.astype(dtype)
+        return apply(nn_ops.softmax, x, dim=dim)
 
-    def log_softmax(self, dim):
+    def log_softmax(self, dim, dtype=None):
+        """Log-softmax along ``dim``; ``dtype`` casts the input first, as in PyTorch."""
         from . import nn_ops  # noqa: PLC0415
-        return apply(nn_ops.log_softmax, self, dim=dim)
+        x = self if dtype is None else self.astype(dtype)
+        return apply(nn_ops.log_softmax, x, dim=dim)
 
     def type_as(self, other):
         return self.astype(other.dtype)
@@ -690,6 +697,24 @@ class TensorMethods(TensorLike):
     def new_full(self, size, fill_value, *, dtype=None):
         from .factories import full  # noqa: PLC0415
         return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
+
+    def new_empty(self, *sizes, size=None, dtype=None):
+        """Zeros (hybridfw never hands out uninitialised memory) of this dtype and device."""
+        from .factories import empty  # noqa: PLC0415
+        return empty(*sizes, size=size, dtype=dtype or self.dtype, device=self.device)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor holding ``data`` (a copy, without history), of this tensor's dtype and
+        device unless given, as in PyTorch: ``x.new_tensor([1, 2])`` of a float32 ``x`` is
+        float32."""
+        dt = as_dtype(dtype) if dtype is not None else self.dtype
+        if isinstance(data, TensorLike):
+            out = apply(E.copy, data.detach().astype(dt))
+        else:  # built in the target dtype, never through float32
+            out = self._to_tensor(np.asarray(data, dtype=dt.np))
+        if device is not None:
+            out = out.to(device)
+        return out.requires_grad_() if requires_grad else out
 
     # ---- dtype conversion -------------------------------------------------------------------
     @staticmethod
@@ -711,7 +736,20 @@ class TensorMethods(TensorLike):
         dt = as_dtype(dtype)
         return self if dt is self.dtype else apply(E.cast, self, dtype=dt)
 
-    type = astype
+    def type(self, dtype=None, non_blocking: bool = False):
+        """PyTorch's legacy form: without ``dtype`` the type's name
+        (``'hybridfw.FloatTensor'``); else ``astype``, also taking a legacy type
+        (``hf.LongTensor``) or name (``'torch.LongTensor'``, ``'hybridfw.LongTensor'``)."""
+        if dtype is None:
+            return legacy_type_name(self.dtype)
+        legacy = getattr(dtype, "legacy_dtype", None)  # hf.LongTensor and its kin
+        if legacy is not None:
+            dtype = legacy
+        elif isinstance(dtype, str) and dtype.rpartition(".")[2] in LEGACY_TYPE_NAMES:
+            if dtype.partition(".")[0] not in ("torch", "hybridfw") or dtype.count(".") != 1:
+                raise TypeError(f"type: unsupported type name {dtype!r}")
+            dtype = LEGACY_TYPE_NAMES[dtype.rpartition(".")[2]]
+        return self.astype(dtype)
 
     def float(self):
         return self.astype(float32)
@@ -731,8 +769,20 @@ class TensorMethods(TensorLike):
     def bool(self):
         return self.astype(bool_)
 
+    def byte(self):
+        return self.astype(uint8)
+
+    def char(self):
+        return self.astype(int8)
+
+    def short(self):
+        return self.astype(int16)
+
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
 
     # ---- in-place (optimizers, init): they bump the storage version ---------------------------
     def add_(self, other, *, alpha=1):
@@ -767,6 +817,21 @@ class TensorMethods(TensorLike):
         return apply_inplace(E.neg, self, self)
 
     def clamp_(self, min=None, max=None):  # noqa: A002
+        if isinstance(min, TensorLike) or isinstance(max, TensorLike):
+            # tensor bounds make clamp a composite (where/maximum/minimum): write its result
+            # back, refusing a promoted dtype the tensor cannot hold as in-place arithmetic does
+            dt = result_type(self, *(b for b in (min, max) if b is not None))
+            if dt.category > self.dtype.category:
+                raise TypeError(f"clamp_: result type {dt} can't be cast to the in-place "
+                                f"output type {self.dtype}")
+            # the composite's gradient needs the old value: clamp a copy when one is recorded
+            old = self.clone() if any(getattr(t, "requires_grad", False)
+                                      for t in (self, min, max)) else self
+            out = C.clamp(old, min, max)
+            if tuple(out.shape) != tuple(self.shape):
+                raise ValueError(f"clamp_: in-place output of shape {tuple(self.shape)} does not "
+                                 f"match the broadcast shape {tuple(out.shape)}")
+            return self.copy_(out)
         return apply_inplace(E.clamp, self, self, min=min, max=max)
 
     def abs_(self):

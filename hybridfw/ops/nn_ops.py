@@ -21,7 +21,7 @@ from . import elementwise as E
 from . import reduction as R
 from .conv import conv2d, conv2d_input_grad, conv2d_weight_grad
 from .factories import ones_like
-from .infer import check_float, normalize_dim
+from .infer import check_float, float_result, normalize_dim
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d, max_pool2d_indices
 from ..backend import add_at
 from .lowering_rules import elementwise_rule
@@ -235,8 +235,13 @@ def _erf_kernel(xp, a):
     return _erf_float32(xp, a.astype(float32.np, copy=False)).astype(a.dtype, copy=False)
 
 
+def _erf_infer(a):
+    dt = float_result(a.dtype)  # integer and bool inputs compute in float32, as in PyTorch
+    return a.shape, dt, (None if dt is a.dtype else dt)
+
+
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
-erf = register("erf", infer=_float_unary_infer("erf"), kernel=_erf_kernel, save=(0,),
+erf = register("erf", infer=_erf_infer, kernel=_erf_kernel, save=(0,),
                vjp=(lambda g, out, a: g * _TWO_OVER_SQRT_PI * apply(E.exp, -(a * a)),),
                doc="The error function: ~1e-16 relative in float64, ~6 ulp in float32.")
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 from ..dtypes import as_dtype
 from ..dygraph.autograd import GradMode, GradModeContext
 from ..ops.registry import TensorLike, get_op, use_interpreter
@@ -70,6 +72,8 @@ class StaticInterpreter:
             return self.program.value_of(value)
         if value.__class__ in _SCALARS:
             return value
+        if isinstance(value, np.generic):  # the Python number it holds, as eager code reads it
+            return value.item()
         return self.program.constant(value)
 
     def apply(self, op, args, attrs):

@@ -198,10 +198,11 @@ class Variable(TensorMethods):
         from ..ops.shape_ops import detach
         return apply(detach, self)
 
-    def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Variable":
+    def to(self, *args, dtype=None, device=None, copy: bool = False,
+           non_blocking: bool = False) -> "Variable":
         """``.to(hf.float64)``, ``.to(other)``, ``.to(device, dtype)`` as on a Tensor: a cast
         (``copy=True``: a copy even when nothing changes). A program runs on one device, so
-        the device must be the program's."""
+        the device must be the program's; ``non_blocking`` is accepted and changes nothing."""
         dtype, device = self._to_arguments(args, dtype, device)
         if device is not None:
             from ..backend import device as as_device
@@ -216,7 +217,7 @@ class Variable(TensorMethods):
     def cpu(self) -> "Variable":
         return self.to("cpu")
 
-    def cuda(self, device=None) -> "Variable":
+    def cuda(self, device=None, non_blocking: bool = False) -> "Variable":
         return self.to("cuda" if device is None else
                        device if not isinstance(device, int) else f"cuda:{device}")
 

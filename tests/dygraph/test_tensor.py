@@ -321,6 +321,23 @@ def test_to_device_cpu_and_cpu_method():
     assert y.dtype is hf.float64 and y.device == "cpu"
 
 
+def test_to_takes_non_blocking():
+    """``.to(device, non_blocking=True)`` (the usual DataLoader-loop call) and
+    ``.cuda(non_blocking=True)`` are accepted as in PyTorch (they raised TypeError), eagerly and
+    in a static program."""
+    x = hf.tensor([1.0, 2.0])
+    assert x.to("cpu", non_blocking=True) is x
+    assert x.to(hf.device("cpu"), hf.float64, non_blocking=True).dtype is hf.float64
+
+    @hf.jit.to_static
+    def f(t):
+        return t.to("cpu", non_blocking=True) * 2
+
+    assert f(x).tolist() == [2.0, 4.0]
+    if hf.cuda.is_available():
+        assert x.cuda(non_blocking=True).device.type == "cuda"
+
+
 def test_detach_shares_storage_and_drops_history():
     x = hf.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2
@@ -866,3 +883,32 @@ def test_inplace_on_leaf_allowed_under_no_grad():
     assert x.detach().tolist() == [10.0, 6.0]
     (x * x).sum().backward()
     assert x.grad.tolist() == [20.0, 12.0]
+
+
+def test_format_of_zero_d_tensor_is_its_number():
+    """``f"{loss}"`` of a 0-d tensor formats its number, as PyTorch's ``Tensor.__format__``
+    (it gave the repr, ``tensor(0.25)``, without a format spec); more dims keep the repr."""
+    loss, n = hf.tensor(0.25), hf.tensor(3, dtype=hf.int32)
+    assert f"{loss}" == "0.25" and f"{loss:.3f}" == "0.250"
+    assert f"{n}" == "3" and format(n, ">3") == "  3"
+    assert f"{hf.tensor([1.0, 2.0])}" == repr(hf.tensor([1.0, 2.0]))
+    torch = pytest.importorskip("torch")
+    assert f"{torch.tensor(0.25)}" == f"{loss}" and f"{torch.tensor(3)}" == f"{n}"
+
+
+def test_legacy_constructor_takes_sizes():
+    """``hf.Tensor(2, 3)`` is a float32 tensor of that shape (zeros: hybridfw hands out no
+    uninitialised memory), as ``torch.Tensor(out, in)`` in older layers' parameters; it
+    raised TypeError, and ``hf.Tensor(3)`` was the 0-d tensor 3.0 where PyTorch gives 3
+    elements. One sequence is the data."""
+    assert hf.Tensor(2, 3).shape == (2, 3) and hf.Tensor(2, 3).dtype is hf.float32
+    assert hf.Tensor(3).tolist() == [0.0, 0.0, 0.0] and hf.Tensor(np.int64(2)).shape == (2,)
+    assert hf.Tensor([3]).tolist() == [3.0] and hf.Tensor((2, 3)).tolist() == [2.0, 3.0]
+    assert hf.Tensor().shape == (0,)
+    w = hf.nn.Parameter(hf.Tensor(4, 3))
+    assert w.shape == (4, 3) and w.requires_grad
+    with pytest.raises(TypeError, match="Tensor\\(\\): takes sizes"):
+        hf.Tensor(2, 3.5)
+    torch = pytest.importorskip("torch")
+    for args in [(2, 3), (3,), ([3],), ((2, 3),), ()]:
+        assert tuple(torch.Tensor(*args).shape) == hf.Tensor(*args).shape

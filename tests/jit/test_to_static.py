@@ -2446,3 +2446,20 @@ def test_programs_traced_under_another_default_dtype_are_not_shared():
         hf.set_default_dtype(hf.float32)
     assert f(x).dtype is hf.float32
     assert sorted(s["default_dtype"] for s in f.signatures()) == ["float32", "float64"]
+
+
+def _zero_d_in_fstring(x):
+    s = x.sum()
+    print(f"s={s} n={x.shape[0]}", str(s))
+    return s
+
+
+def test_fstring_of_a_zero_d_value_prints_its_number_as_eager(capsys):
+    """``f"{s}"`` of a 0-d value prints its number in eager code (PyTorch's __format__) and
+    in the program alike, while ``str(s)`` keeps the repr in both."""
+    x = hf.tensor([1.0, 2.0])
+    _zero_d_in_fstring(x)
+    eager = capsys.readouterr().out
+    assert eager == "s=3.0 n=2 tensor(3.)\n"
+    hf.jit.to_static(_zero_d_in_fstring)(x)
+    assert capsys.readouterr().out == eager

@@ -134,3 +134,43 @@ def test_integer_linspace_truncates_toward_zero_as_torch(dtype):
     for start, end, steps in [(-5, 5, 7), (0.5, 9.5, 100), (-1e3, 3.7, 33), (3, 1000, 15)]:
         want = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).tolist()
         assert hf.linspace(start, end, steps, dtype=dtype).tolist() == want
+
+
+NEW_CALLS = [  # (call on x = float64 [1.0] and i = int32 [1]; dtype; values) -- PyTorch's rules
+    ("x.new_tensor([0.1, 2])", "float64", [0.1, 2.0]),  # built as float64, not via float32
+    ("i.new_tensor([1.7, -2.5])", "int32", [1, -2]),
+    ("i.new_tensor(3, dtype=lib.float16)", "float16", 3.0),
+    ("i.new_tensor(x * 3)", "int32", [3]),
+    ("x.new_tensor([[True], [False]])", "float64", [[1.0], [0.0]]),
+    ("i.new_empty(2, 3)", "int32", np.zeros((2, 3))),
+    ("x.new_empty((2,), dtype=lib.bool)", "bool", [False, False]),
+]
+
+
+@pytest.mark.parametrize("call, dtype, values", NEW_CALLS)
+def test_new_tensor_and_new_empty(call, dtype, values):
+    """``Tensor.new_tensor``/``new_empty`` exist (they raised AttributeError) and take this
+    tensor's dtype unless ``dtype`` is given; ``new_empty`` gives zeros (README)."""
+    def run(lib):
+        names = {"lib": lib, "x": lib.tensor([1.0], dtype=lib.float64),
+                 "i": lib.tensor([1], dtype=lib.int32)}
+        return eval(call, names)  # noqa: S307
+    out = run(hf)
+    assert out.dtype is getattr(hf, dtype)
+    np.testing.assert_array_equal(out.numpy(), np.array(values, dtype=getattr(hf, dtype).np))
+    torch = pytest.importorskip("torch")
+    want = run(torch)
+    assert str(want.dtype) == f"torch.{dtype}" and tuple(want.shape) == out.shape
+    if "empty" not in call:
+        np.testing.assert_array_equal(out.numpy(), want.numpy())
+
+
+def test_new_tensor_is_a_copy_without_history():
+    x = hf.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    z = y.new_tensor(y)
+    assert not z.requires_grad and z.is_leaf and z.tolist() == [2.0, 4.0]
+    z.add_(1)
+    assert y.tolist() == [2.0, 4.0]
+    w = y.new_tensor([1.0], requires_grad=True)
+    assert w.requires_grad and w.is_leaf and w.dtype is hf.float32

@@ -96,3 +96,19 @@ def test_static_program_backward():
     x = hf.tensor(arrays[0], requires_grad=True)
     hf.jit.to_static(_trace_sum)(x).backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.broadcast_to(np.eye(3), (2, 3, 3)))
+
+
+@pytest.mark.parametrize("eq", ["ij->j", "ij->", "ii", "...j->...", "ij->ij", "ii->i"])
+@pytest.mark.parametrize("dtype", ["int32", "bool"])
+def test_integer_single_operand_sums_to_int64(eq, dtype):
+    """One integer or bool operand with a label summed out is a sum: int64, as PyTorch (it
+    kept int32, and bool gave any() instead of the count); no sum keeps the dtype."""
+    a = (np.arange(9).reshape(3, 3) % 4).astype(dtype)
+    out = hf.einsum(eq, hf.from_numpy(a))
+    summed = eq not in ("ij->ij", "ii->i")
+    assert out.dtype is (hf.int64 if summed else getattr(hf, dtype))
+    np.testing.assert_array_equal(out.numpy(), np.einsum(eq, a.astype(np.int64)))
+    torch = pytest.importorskip("torch")
+    ref = torch.einsum(eq, torch.from_numpy(a))
+    assert str(ref.dtype) == f"torch.{out.dtype.name}"
+    np.testing.assert_array_equal(out.numpy(), ref.numpy())

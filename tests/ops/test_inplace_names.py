@@ -125,3 +125,35 @@ def test_clip_and_clamp_min_max_in_place():
         hf.tensor([1, 2]).sigmoid_()
     with pytest.raises(RuntimeError, match="tanh: a leaf tensor that requires grad"):
         hf.tensor([1.0], requires_grad=True).tanh_()
+
+
+def test_clamp_in_place_with_tensor_bounds():
+    """Tensor ``min``/``max`` in ``clamp_`` (they raised a numpy ufunc TypeError): values,
+    gradients to the input and the bound, and PyTorch's refusals (a float bound on an int
+    tensor, a bound that would grow the tensor)."""
+    data = [[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]]
+    x = hf.tensor(data, requires_grad=True)
+    lo = hf.tensor([0.0, 0.0, 2.0], requires_grad=True)
+    y = x * 2
+    assert y.clamp_(min=lo, max=hf.tensor(3.5)) is y
+    expected = np.clip(np.array(data) * 2, [0.0, 0.0, 2.0], 3.5)
+    np.testing.assert_array_equal(y.detach().numpy(), expected)
+    (y * hf.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[2.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(lo.grad.numpy(), [0.0, 2.0, 3.0])
+    z = hf.tensor([1, 5, -3])
+    z.clamp_max_(hf.tensor(2, dtype=hf.int32)).clip_(hf.tensor([0, 0, 0]))
+    assert z.tolist() == [1, 2, 0] and z.dtype is hf.int64
+    with pytest.raises(TypeError, match="clamp_.*float32.*int64"):
+        z.clamp_(hf.tensor([0.5, 0.5, 0.5]))
+    with pytest.raises(ValueError, match=r"clamp_.*\(3,\).*\(2, 3\)"):
+        hf.zeros(3).clamp_(hf.zeros(2, 3))
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(data, requires_grad=True)
+    tlo = torch.tensor([0.0, 0.0, 2.0], requires_grad=True)
+    ty = tx * 2
+    ty.clamp_(min=tlo, max=torch.tensor(3.5))
+    (ty * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_array_equal(lo.grad.numpy(), tlo.grad.numpy())

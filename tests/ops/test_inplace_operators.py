@@ -167,3 +167,32 @@ def test_static_in_place_keeps_the_dtype_rule():
     out = cast(hf.tensor([7.0, 9.0]), hf.tensor([2.0, 4.0], dtype=hf.float64))
     assert out.dtype is hf.float32  # as eager: cast back to the target's dtype
     np.testing.assert_array_equal(out.numpy(), [3.0, 2.0])
+
+
+@pytest.mark.parametrize("other", [np.array([-3, 2, 100], np.int8), np.array(-3, np.int8),
+                                   np.array([300, -1, 7], np.int32), np.array(-2, np.int16)])
+@pytest.mark.parametrize("op", ["__iadd__", "__isub__", "__imul__", "__iand__", "__ior__"])
+def test_unsigned_target_with_signed_tensor_wraps_as_torch(op, other):
+    """uint8 in place with a signed tensor computes in the promoted type (or, for a 0-d
+    operand, in uint8) and wraps into uint8, as PyTorch (it raised numpy's "Cannot cast ufunc
+    output from int16 to uint8"); eager equals the static program."""
+    base = np.array([250, 3, 128], np.uint8)
+    x = hf.from_numpy(base.copy())
+    assert getattr(x, op)(hf.from_numpy(other)) is x and x.dtype is hf.uint8
+    wide = np.result_type(base, other) if other.ndim else np.uint8
+    ufunc = {"__iadd__": np.add, "__isub__": np.subtract, "__imul__": np.multiply,
+             "__iand__": np.bitwise_and, "__ior__": np.bitwise_or}[op]
+    expected = ufunc(base.astype(wide), other.astype(wide)).astype(np.uint8)
+    np.testing.assert_array_equal(x.numpy(), expected)
+
+    @hf.jit.to_static
+    def f(t, o):
+        t = t.clone()
+        return getattr(t, op)(o)
+
+    np.testing.assert_array_equal(f(hf.from_numpy(base.copy()), hf.from_numpy(other)).numpy(),
+                                  expected)
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(base.copy())
+    getattr(t, op)(torch.from_numpy(other))
+    np.testing.assert_array_equal(x.numpy(), t.numpy())

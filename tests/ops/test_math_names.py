@@ -253,3 +253,23 @@ def test_repeat_interleave_per_element_gradient_and_errors():
     np.testing.assert_array_equal(out.numpy(), [[1.0, 2.0], [1.0, 2.0]])
     with pytest.raises(ValueError, match="computed by the program"):
         hf.jit.to_static(computed)(x.detach(), reps)
+
+
+def test_fmod_and_logaddexp_take_bool_operands():
+    """A bool divisor or operand counts as 0/1, as PyTorch's functions take it (they raised
+    the ``-`` operator's bool-subtraction TypeError from inside the composite)."""
+    x = hf.tensor([-2.5, 3.5, 1.0])
+    m = hf.tensor([True, True, False])
+    np.testing.assert_array_equal(hf.fmod(x, True).numpy(), np.fmod(x.numpy(), 1.0))
+    with np.errstate(invalid="ignore"):
+        want = np.fmod(x.numpy(), m.numpy().astype(np.float32))
+    np.testing.assert_array_equal(hf.fmod(x, m).numpy(), want)
+    np.testing.assert_allclose(hf.logaddexp(x, m).numpy(),
+                               np.logaddexp(x.numpy(), m.numpy().astype(np.float32)), rtol=1e-6)
+    assert hf.logaddexp(m, x).dtype is hf.float32
+    torch = pytest.importorskip("torch")
+    t, tm = torch.tensor([-2.5, 3.5, 1.0]), torch.tensor([True, True, False])
+    np.testing.assert_array_equal(hf.fmod(x, m).numpy(), torch.fmod(t, tm).numpy())
+    np.testing.assert_array_equal(hf.fmod(x, True).numpy(), torch.fmod(t, True).numpy())
+    np.testing.assert_allclose(hf.logaddexp(x, m).numpy(), torch.logaddexp(t, tm).numpy(),
+                               rtol=1e-6)

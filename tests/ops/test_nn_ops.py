@@ -182,6 +182,20 @@ def test_erf_accuracy():
     assert math.isnan(apply(N.erf, hf.tensor([math.nan])).item())
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_erf_of_integers_and_bools_is_float32(dtype):
+    """Integer and bool inputs give float32, as PyTorch (they raised TypeError)."""
+    a = np.array([[-3, 0, 1], [2, 1, 0]]).astype(dtype)
+    out = hf.from_numpy(a).erf()
+    assert out.dtype is hf.float32
+    want = np.array([math.erf(v) for v in a.astype(np.float64).ravel()]).reshape(a.shape)
+    np.testing.assert_allclose(to_numpy(out), want, rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    ref = torch.erf(torch.from_numpy(a))
+    assert ref.dtype == torch.float32
+    np.testing.assert_allclose(to_numpy(out), ref.numpy(), rtol=1e-6)
+
+
 def test_softmax_rows_with_infinities():
     x = hf.tensor([[-math.inf, 0.0, 1.0], [0.0, 0.0, 0.0]])
     out = to_numpy(apply(N.softmax, x, dim=1))

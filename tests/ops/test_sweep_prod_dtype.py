@@ -34,3 +34,19 @@ def test_matches_torch():
     for got, ref in zip(_cases(hf), _cases(torch)):
         np.testing.assert_array_equal(got.numpy(), ref.numpy())
         assert str(got.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool"])
+def test_integer_dtype_is_the_result_dtype(dtype):
+    """An integer or bool ``dtype=`` is the result's dtype (the product of the cast input was
+    promoted to int64 again: ``prod(1, dtype=int32)`` gave int64)."""
+    x = hf.tensor([[1.5, 2.5, -3.0], [3.0, -1.0, 0.5]])
+    got = x.prod(1, dtype=dtype)
+    assert got.dtype == dtype
+    assert hf.prod(x, dtype=dtype).dtype == dtype
+    expected = np.prod(x.numpy().astype(dtype), axis=1).astype(dtype)
+    np.testing.assert_array_equal(got.numpy(), expected)
+    torch = pytest.importorskip("torch")
+    ref = torch.tensor(x.numpy()).prod(1, dtype=getattr(torch, dtype))
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    assert str(ref.dtype).endswith(dtype)

@@ -289,6 +289,21 @@ def test_logsumexp_over_an_empty_dim_is_minus_inf():
     assert torch.zeros(2, 0).logsumexp(1).tolist() == out.tolist()
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64"])
+def test_logsumexp_of_integers_and_bools_is_float32(dtype):
+    """Integer and bool inputs give float32 (a bool input raised TypeError from a subtraction
+    with a bool operand)."""
+    a = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    out = hf.logsumexp(hf.from_numpy(a), 1)
+    assert out.dtype is hf.float32
+    want = np.log(np.exp(a.astype(np.float64)).sum(1))
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    ref = torch.logsumexp(torch.from_numpy(a), 1)
+    assert ref.dtype == torch.float32
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
+
+
 # ================================================================================ aliases
 def test_t_transposes_at_most_two_dims():
     m = hf.tensor([[1, 2], [3, 4], [5, 6]])
@@ -352,3 +367,31 @@ def test_equal_method_and_is_floating_point_unflatten_functions():
     assert hf.is_floating_point(a) is True
     assert hf.is_floating_point(hf.tensor([1])) is False
     assert hf.unflatten(hf.arange(6), 0, (2, 3)).tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize("call", ["x.softmax(-1, dtype=lib.float64)",
+                                  "lib.softmax(x, 1, dtype=lib.float64)",
+                                  "x.log_softmax(dim=0, dtype=lib.float64)",
+                                  "lib.log_softmax(x, -1, lib.float64)",
+                                  "lib.softmax(x.long(), -1, dtype=lib.float32)"])
+def test_softmax_dtype_argument(call):
+    """``Tensor.softmax`` and ``hf.softmax`` take PyTorch's ``dtype`` (the input is cast first;
+    the keyword raised TypeError; ``F.softmax`` already had it)."""
+    out = eval(call, {}, dict(x=hf.tensor(_X.tolist()), lib=hf))  # noqa: S307
+    torch = pytest.importorskip("torch")
+    ref = eval(call, {}, dict(x=torch.tensor(_X.tolist()), lib=torch))  # noqa: S307
+    assert str(out.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+    np.testing.assert_allclose(_np(out), ref.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float16"])
+def test_square_dtype_as_pow_two(dtype):
+    """``square`` is PyTorch's ``pow(x, 2)``: a bool tensor squares to int64 (it stayed bool);
+    the method and the function agree."""
+    a = np.array([[True, False], [True, True]]).astype(dtype)
+    want = "int64" if dtype == "bool" else dtype
+    for out in (hf.from_numpy(a).square(), hf.square(hf.from_numpy(a))):
+        assert out.dtype == want
+        np.testing.assert_array_equal(out.numpy(), a.astype(want) ** 2)
+    torch = pytest.importorskip("torch")
+    assert str(torch.from_numpy(a).square().dtype) == f"torch.{want}"

@@ -480,8 +480,8 @@ class _Printed:
 
     __str__ = __repr__
 
-    def __format__(self, spec: str) -> str:
-        return format(self.tensor, spec) if spec else repr(self)
+    def __format__(self, spec: str) -> str:  # a 0-d tensor formats as its number, as eager
+        return format(self.tensor, spec) if spec or not self.tensor.shape else repr(self)
 
 
 def convert_assert(test, message=None):
@@ -794,7 +794,7 @@ _BUILTINS = {id(k): (k, v) for k, v in {
     builtins.max: _extreme(max, _maximum, lambda t: t.max(dim=0).values),
     builtins.min: _extreme(min, _minimum, lambda t: t.min(dim=0).values),
     builtins.any: _truth(any, "any"), builtins.all: _truth(all, "all"),
-    builtins.str: _deferred(str, "{0}"), builtins.repr: _deferred(repr, "{0!r}"),
+    builtins.str: _deferred(str, "{0!s}"), builtins.repr: _deferred(repr, "{0!r}"),
 }.items()}
 
 def _stack(tensors, dim=0, **kwargs):
