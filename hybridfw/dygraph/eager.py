@@ -24,11 +24,13 @@ _array_types = (np.ndarray, np.generic)
 
 
 def _convert_args(args, dev):
-    """Lists and numpy arrays become tensors; numpy scalars the Python numbers they hold, as
-    PyTorch reads them (``int32_tensor * np.float64(0.5)`` is float32, not float64)."""
+    """Lists and numpy arrays become tensors; numpy scalars beside a tensor the Python numbers
+    they hold, as PyTorch reads them (``int32_tensor * np.float64(0.5)`` is float32, not
+    float64); with no tensor beside them, 0-d tensors (``hf.exp(np.float32(1))``)."""
+    number = any(isinstance(a, Tensor) for a in args)
     return tuple(a if isinstance(a, Tensor) or a.__class__ in _scalar_types
-                 else a.item() if isinstance(a, np.generic) else tensor(a, device=dev)
-                 for a in args)
+                 else a.item() if number and isinstance(a, np.generic) else
+                 tensor(a, device=dev) for a in args)
 
 
 def _save_set(op, n):

@@ -72,11 +72,13 @@ class StaticInterpreter:
             return self.program.value_of(value)
         if value.__class__ in _SCALARS:
             return value
-        if isinstance(value, np.generic):  # the Python number it holds, as eager code reads it
-            return value.item()
         return self.program.constant(value)
 
     def apply(self, op, args, attrs):
+        if any(isinstance(a, np.generic) for a in args) and \
+                any(isinstance(a, (Variable, TensorLike)) for a in args):
+            # a numpy scalar beside a tensor: the Python number it holds, as eager reads it
+            args = tuple(a.item() if isinstance(a, np.generic) else a for a in args)
         operands = tuple(self._operand(a) for a in args)
         block = self.program.current_block()
         guarded, stale = self.program.maybe_undefined, self.program.stale
