@@ -1276,3 +1276,22 @@ def test_functional_is_a_package_of_small_modules_reexporting_every_old_name():
     from hybridfw.nn.functional.losses import cross_entropy as cross_entropy_def
     assert relu is relu_def is F.relu and cross_entropy is cross_entropy_def
     assert F._single("Conv1d", "stride", (2,)) == 2
+
+
+def test_a_bias_of_another_dtype_or_shape_is_refused_by_linear_and_convolutions():
+    # it was added with type promotion (a float64 bias made the float32 layer's output float64)
+    # or failed inside 'add'; PyTorch refuses both
+    x, w = hf.randn(2, 3), hf.randn(4, 3)
+    _raises(TypeError, lambda: F.linear(x, w, hf.randn(4, dtype="float64")), "linear", "bias",
+            "float32", "float64")
+    _raises(ValueError, lambda: F.linear(x, w, hf.randn(5)), "linear", "bias", "(5,)",
+            "(2, 4)")
+    _raises(ValueError, lambda: F.linear(x, w, hf.randn(3, 2, 4)), "linear", "bias")
+    assert F.linear(x, w, hf.randn(1)).shape == (2, 4)    # broadcast as torch's addmm does
+    assert F.linear(x, w, hf.randn(2, 4)).shape == (2, 4)
+    image = hf.randn(1, 3, 5, 5)
+    _raises(TypeError, lambda: F.conv2d(image, hf.randn(2, 3, 3, 3), hf.randn(2).double()),
+            "conv2d", "bias", "float64")
+    _raises(TypeError, lambda: F.conv_transpose2d(image, hf.randn(3, 2, 3, 3),
+                                                  hf.randn(2).double()),
+            "conv_transpose2d", "bias", "float64")

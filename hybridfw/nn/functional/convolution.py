@@ -31,8 +31,19 @@ def linear(input, weight, bias=None):  # noqa: A002
     else:
         out = apply(L.linear, input, weight)
     if bias is not None:
+        _same_dtype("linear", input, bias, "input", "bias")
+        _bias_fits("linear", bias, out.shape)
         out = out + bias
     return out
+
+
+def _bias_fits(name, bias, shape) -> None:
+    """``bias`` must broadcast to the output ``shape`` without changing it (-1: unknown)."""
+    fits = bias.ndim <= len(shape) and all(
+        b in (1, o) or -1 in (b, o) for b, o in zip(reversed(bias.shape), reversed(shape)))
+    if not fits:
+        raise ValueError(f"{name}: bias of shape {tuple(bias.shape)} does not broadcast to the "
+                         f"output shape {tuple(shape)}")
 
 
 def _batched(name, input, ndim, layout):
@@ -84,6 +95,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
                        dilation, groups)
     out = apply(N.conv2d, x, weight, **attrs)
     if bias is not None:
+        _same_dtype("conv2d", input, bias, "input", "bias")
         if tuple(bias.shape) != (weight.shape[0],):
             raise ValueError(f"conv2d: bias must have shape ({weight.shape[0]},) for weight of "
                              f"shape {tuple(weight.shape)}, got {tuple(bias.shape)}")
@@ -154,6 +166,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A00
     if any(zeros):
         out = apply(N.pad_constant, out, pad=(0, zeros[1], 0, zeros[0]), value=0)
     if bias is not None:
+        _same_dtype("conv_transpose2d", input, bias, "input", "bias")
         c_out = weight.shape[1] * groups
         if tuple(bias.shape) != (c_out,):
             raise ValueError(f"conv_transpose2d: bias must have shape ({c_out},) for weight of "
