@@ -86,9 +86,13 @@ class _Encoder:
                 return self._container(obj, where)
             finally:
                 self._active.discard(id(obj))
+        hint = ""
+        if callable(getattr(obj, "state_dict", None)):
+            hint = (f"; save its state instead ({type(obj).__name__}.state_dict()) and "
+                    "restore it with .load_state_dict(hf.load(path))")
         raise TypeError(f"hf.save: can't save {where} of type {type(obj).__name__}; checkpoints "
                         "hold tensors, numpy arrays, None, bool, int, float, str and dicts, "
-                        "lists and tuples of those")
+                        f"lists and tuples of those (objects are not pickled){hint}")
 
     def _container(self, obj, where: str):
         if isinstance(obj, dict):

@@ -420,3 +420,16 @@ def test_forged_views_are_refused(tmp_path, view, match):
                        (("s.npy", _npy(np.zeros(4, np.float32))),))
     with pytest.raises(ValueError, match=match):
         hf.load(path)
+
+
+def test_saving_a_whole_module_or_optimizer_says_to_save_its_state_dict(tmp_path):
+    # torch.save(model, path) pickles the object; hf.save can't, and now says what to do
+    model = hf.nn.Linear(2, 2)
+    opt = hf.optim.SGD(model.parameters(), lr=0.1)
+    for obj, where in ((model, "obj"), ({"model": model, "opt": opt}, "obj['model']"),
+                       ({"opt": opt}, "obj['opt']")):
+        with pytest.raises(TypeError) as info:
+            hf.save(obj, tmp_path / "whole")
+        assert f"can't save {where} of type" in str(info.value)
+        assert ".state_dict()" in str(info.value)
+    assert not (tmp_path / "whole").exists()
