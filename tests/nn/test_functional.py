@@ -1295,3 +1295,13 @@ def test_a_bias_of_another_dtype_or_shape_is_refused_by_linear_and_convolutions(
     _raises(TypeError, lambda: F.conv_transpose2d(image, hf.randn(3, 2, 3, 3),
                                                   hf.randn(2).double()),
             "conv_transpose2d", "bias", "float64")
+
+
+@pytest.mark.parametrize("bad", [2.0, -0.5])
+def test_binary_cross_entropy_refuses_a_target_outside_0_1(bad):
+    # PyTorch: "all elements of target should be between 0 and 1"; it gave a finite loss
+    target = hf.tensor([0.0, 1.0, bad, 0.25])
+    _raises(ValueError, lambda: F.binary_cross_entropy(hf.full((4,), 0.5), target),
+            "binary_cross_entropy", "target", "between 0 and 1")
+    assert F.binary_cross_entropy(hf.full((4,), 0.5), hf.tensor([0.0, 1.0, 0.5, 0.25])).item() \
+        == pytest.approx(np.log(2.0))
