@@ -1305,3 +1305,23 @@ def test_binary_cross_entropy_refuses_a_target_outside_0_1(bad):
             "binary_cross_entropy", "target", "between 0 and 1")
     assert F.binary_cross_entropy(hf.full((4,), 0.5), hf.tensor([0.0, 1.0, 0.5, 0.25])).item() \
         == pytest.approx(np.log(2.0))
+
+
+@pytest.mark.parametrize("fn", [F.binary_cross_entropy, F.binary_cross_entropy_with_logits])
+def test_binary_losses_check_their_weights_against_the_input(fn):
+    # a weight that broadcast the loss to a bigger shape was taken (PyTorch refuses it), one
+    # that did not broadcast failed inside 'mul', and a float64 weight made the loss float64
+    # (PyTorch computes in the input's dtype)
+    x, y = hf.rand(4, 3) * 0.8 + 0.1, hf.rand(4, 3)
+    _raises(ValueError, lambda: fn(x, y, weight=hf.ones(2, 4, 3)), fn.__name__, "weight",
+            "(2, 4, 3)", "(4, 3)")
+    _raises(ValueError, lambda: fn(x, y, weight=hf.ones(4)), fn.__name__, "weight", "(4,)")
+    loss = fn(x, y, weight=hf.full((4, 1), 2.0, dtype="float64"), reduction="none")
+    assert loss.dtype is hf.float32
+    np.testing.assert_allclose(loss.numpy(), 2 * fn(x, y, reduction="none").numpy(), rtol=1e-6)
+
+
+def test_pos_weight_must_broadcast_to_the_input():
+    x, y = hf.randn(4, 3), hf.rand(4, 3)
+    _raises(ValueError, lambda: F.binary_cross_entropy_with_logits(x, y, pos_weight=hf.ones(4)),
+            "binary_cross_entropy_with_logits", "pos_weight", "(4,)", "(4, 3)")

@@ -32,18 +32,20 @@ def linear(input, weight, bias=None):  # noqa: A002
         out = apply(L.linear, input, weight)
     if bias is not None:
         _same_dtype("linear", input, bias, "input", "bias")
-        _bias_fits("linear", bias, out.shape)
+        check_broadcasts_to(name="linear", what="bias", tensor=bias, shape=out.shape,
+                            target="output")
         out = out + bias
     return out
 
 
-def _bias_fits(name, bias, shape) -> None:
-    """``bias`` must broadcast to the output ``shape`` without changing it (-1: unknown)."""
-    fits = bias.ndim <= len(shape) and all(
-        b in (1, o) or -1 in (b, o) for b, o in zip(reversed(bias.shape), reversed(shape)))
+def check_broadcasts_to(name, what, tensor, shape, target) -> None:
+    """``tensor`` must broadcast to ``shape`` without changing it (-1: a size known only when
+    a program runs); else a ValueError naming the op and both shapes."""
+    fits = tensor.ndim <= len(shape) and all(
+        b in (1, o) or -1 in (b, o) for b, o in zip(reversed(tensor.shape), reversed(shape)))
     if not fits:
-        raise ValueError(f"{name}: bias of shape {tuple(bias.shape)} does not broadcast to the "
-                         f"output shape {tuple(shape)}")
+        raise ValueError(f"{name}: {what} of shape {tuple(tensor.shape)} does not broadcast to "
+                         f"the {target} shape {tuple(shape)}")
 
 
 def _batched(name, input, ndim, layout):
