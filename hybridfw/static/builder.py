@@ -265,6 +265,9 @@ def data(name: str, shape, dtype="float32") -> Variable:
     program = current_program()
     if program is None:
         raise RuntimeError("hf.static.data must be called inside hf.static.program_guard(...)")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"data: name must be a non-empty string (the key to feed the input "
+                        f"by), got {name!r}")
     if not isinstance(shape, (list, tuple)) or any(
             s is not None and (isinstance(s, bool) or not isinstance(s, numbers.Integral))
             for s in shape):

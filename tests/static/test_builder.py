@@ -173,3 +173,15 @@ def test_data_takes_numpy_ints_and_none_or_minus_one_for_dynamic_dims():
     with hf.static.program_guard(hf.static.Program()):
         x = hf.static.data("x", (None, np.int64(3), -1))
     assert x.shape == (-1, 3, -1)
+
+
+@pytest.mark.parametrize("name", ["", None, 3])
+def test_data_refuses_a_name_that_is_not_a_non_empty_string(name):
+    # '' and None made a variable with a generated name but listed the given one as the
+    # input, so printing the program raised KeyError and no feed could reach it
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        with pytest.raises(TypeError, match="data: name must be a non-empty string"):
+            hf.static.data(name, [2])
+        hf.static.data("x", [2])
+    assert prog.feeds == ["x"] and "input x" in str(prog)
