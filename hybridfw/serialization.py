@@ -170,9 +170,22 @@ def _extent(shape, strides) -> tuple:
     return lo, hi
 
 
+def _overlaps(shape, strides) -> bool:
+    """Whether two elements of a strided layout share memory (an ``expand``-ed view does):
+    such views are not stored as views, so a view read back never has more elements than the
+    part of the file it covers."""
+    reach = 1  # one past the farthest element reached so far, dims taken by rising stride
+    for stride, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
+        if stride < reach:
+            return True
+        reach += (n - 1) * stride
+    return False
+
+
 def _shared_span(members: list):
     """For tensors of one storage: ``(span, {id(tensor): (offset, strides)})`` when at least
-    two distinct tensors share it and all are strided views of its root array with its dtype;
+    two distinct tensors share it and all are strided views of its root array with its dtype
+    whose elements do not overlap (no ``expand``);
     ``span`` is the 1-D part of the root they reach, offsets and strides count elements of it
     (an empty tensor gets offset 0). Else None: each is then stored on its own."""
     if len({id(t) for t, _ in members}) < 2:
@@ -190,7 +203,10 @@ def _shared_span(members: list):
         offset, rest = divmod(_address(arr) - start, size)
         if rest or any(s % size for s in arr.strides):
             return None
-        layouts[id(t)] = (offset, [s // size for s in arr.strides], arr.size == 0)
+        strides = [s // size for s in arr.strides]
+        if arr.size and _overlaps(arr.shape, strides):
+            return None
+        layouts[id(t)] = (offset, strides, arr.size == 0)
     reached = []
     for t, _ in members:
         offset, strides, empty = layouts[id(t)]
@@ -425,6 +441,8 @@ class _Decoder:
         name = node.get("file")
         if "view" in node:
             return self._view(node, where)
+        if not isinstance(name, str):
+            raise self.bad(f"missing array file name at {where}")
         if name in self._loaded:
             return self._loaded[name]
         arr = self._read(node, where)
@@ -449,14 +467,15 @@ class _Decoder:
     def _view(self, node: dict, where: str) -> Tensor:
         """A tensor stored as a view into a shared storage file (see ``_Encoder.finish``):
         all views of one file share one storage, as they did when saved."""
-        name, key = node.get("file"), (node.get("file"), node.get("view"))
+        name, view = node.get("file"), node.get("view")
+        shape, offset, strides = node.get("shape"), node.get("offset"), node.get("strides")
+        if not (isinstance(name, str) and _int_list(shape) and _int_list(strides)
+                and len(strides) == len(shape) and _int_list([offset, view])
+                and min(shape, default=0) >= 0):
+            raise self.bad(f"malformed view entry at {where}")
+        key = (name, view)
         if key in self._loaded:
             return self._loaded[key]
-        shape, offset, strides = node.get("shape"), node.get("offset"), node.get("strides")
-        if not (_int_list(shape) and _int_list(strides) and len(strides) == len(shape)
-                and isinstance(offset, int) and not isinstance(offset, bool)
-                and isinstance(node.get("view"), int) and min(shape, default=0) >= 0):
-            raise self.bad(f"malformed view entry at {where}")
         storage = self._loaded.get(name)
         if storage is None:
             flat = self._read({"file": name, "shape": None}, where, any_shape=True)
@@ -472,6 +491,8 @@ class _Decoder:
         flat = storage._data
         if math.prod(shape) == 0:
             offset, strides = 0, [0] * len(shape)
+        elif _overlaps(shape, strides):
+            raise self.bad(f"view {where} has elements sharing memory (strides {strides})")
         lo, hi = _extent(shape, strides)
         if offset + lo < 0 or offset + hi > flat.size or not 0 <= offset <= flat.size:
             raise self.bad(f"view {where} reaches outside its storage file {name!r}")
@@ -490,6 +511,8 @@ class _Decoder:
 
     def _array(self, node: dict, where: str) -> np.ndarray:
         name = node.get("file")
+        if not isinstance(name, str):
+            raise self.bad(f"missing array file name at {where}")
         if name in self._loaded:
             return self._loaded[name]
         arr = self._read(node, where)

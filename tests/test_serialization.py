@@ -433,3 +433,20 @@ def test_saving_a_whole_module_or_optimizer_says_to_save_its_state_dict(tmp_path
         assert f"can't save {where} of type" in str(info.value)
         assert ".state_dict()" in str(info.value)
     assert not (tmp_path / "whole").exists()
+
+
+def test_an_expanded_view_is_stored_as_its_values_and_overlapping_views_are_refused(tmp_path):
+    # elements of an expanded view share memory: stored as a view it would let a file claim far
+    # more elements than it holds, so it is written out in full (as before views were kept)
+    x = hf.arange(3, dtype="float32")
+    path = tmp_path / "expanded.hf"
+    hf.save({"x": x, "wide": x.expand(4, 3)}, path)
+    out = hf.load(path)
+    assert out["wide"].tolist() == [[0.0, 1.0, 2.0]] * 4
+    node = {"type": "tensor", "file": "s.npy", "dtype": "float32", "shape": [10**6, 10**6],
+            "view": 0, "offset": 0, "strides": [0, 1]}
+    forged = tmp_path / "bomb"
+    _zip_with_manifest(forged, {"format": "hybridfw.checkpoint", "version": 2, "root": node},
+                       (("s.npy", _npy(np.zeros(10**6, np.float32))),))
+    with pytest.raises(ValueError, match="sharing memory"):
+        hf.load(forged)
