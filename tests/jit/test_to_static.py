@@ -2430,3 +2430,16 @@ def test_a_numpy_array_where_an_input_spec_expects_a_tensor_is_refused_naming_it
         g(hf.ones(2, 3), hf.ones(2, 3))
     out = g(hf.ones(2, 3), hf.ones(2, 3, dtype="int64"))
     np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.0))
+
+
+@pytest.mark.parametrize("shape", ["abc", [2.5], [None, "a"], [True], 3])
+def test_input_spec_refuses_a_shape_that_is_not_ints_or_none(shape):
+    # [2.5] became (2,) and [True] (1,); 'abc' failed inside int() with a message naming
+    # neither InputSpec nor the shape
+    with pytest.raises(TypeError, match="InputSpec: shape must be a sequence of ints or None"):
+        hf.jit.InputSpec(shape)
+
+
+def test_input_spec_takes_numpy_ints_and_tensor_shapes():
+    assert hf.jit.InputSpec([None, np.int64(3), -1]).shape == (-1, 3, -1)
+    assert hf.jit.InputSpec.from_tensor(hf.zeros(2, 5)).shape == (2, 5)
