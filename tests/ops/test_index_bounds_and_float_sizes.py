@@ -90,3 +90,15 @@ def test_index_select_in_range_unchanged_eager_and_static():
     np.testing.assert_array_equal(f(x, i).numpy(), x.index_select(1, i).numpy())
     with pytest.raises(IndexError, match="out of bounds"):
         f(x, hf.tensor([-1, 0, 0]))
+
+
+@pytest.mark.parametrize("op", ["reshape", "view"])
+@pytest.mark.parametrize("sizes", [(2.5, -1), ((2, 1.5),), (6 / 2, 2)])
+def test_reshape_and_view_refuse_float_sizes(op, sizes):
+    # reshape(2.5, -1) of 6 elements gave shape (2, 3), and view(n / 2, ...) (a float from /)
+    # passed where PyTorch raises TypeError
+    x = hf.ones(6)
+    with pytest.raises(TypeError, match=rf"{op}: sizes must be ints, but found element of "
+                                        r"type float"):
+        getattr(x, op)(*sizes)
+    assert getattr(x, op)(np.int64(2), hf.tensor(3)).shape == (2, 3)
