@@ -202,8 +202,8 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(apply(K.eye, n=int(n), m=int(n if m is None else m), dtype=_dt(dtype),
-                       device=_dev(device)), requires_grad)
+    n, m = _shape("eye", (n, n if m is None else m))
+    return _grad(apply(K.eye, n=n, m=m, dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
 def rand(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):

@@ -102,3 +102,13 @@ def test_reshape_and_view_refuse_float_sizes(op, sizes):
                                         r"type float"):
         getattr(x, op)(*sizes)
     assert getattr(x, op)(np.int64(2), hf.tensor(3)).shape == (2, 3)
+
+
+def test_eye_refuses_float_sizes():
+    # eye(2.5) gave a 2 x 2 matrix (PyTorch: TypeError)
+    with pytest.raises(TypeError, match=r"eye: argument 'size' must be tuple of ints, but found "
+                                        r"element of type float \(2.5\)"):
+        hf.eye(2.5)
+    with pytest.raises(TypeError, match="eye"):
+        hf.eye(2, 3.0)
+    assert hf.eye(np.int64(2), hf.tensor(3)).shape == (2, 3)
