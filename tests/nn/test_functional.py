@@ -1325,3 +1325,34 @@ def test_pos_weight_must_broadcast_to_the_input():
     x, y = hf.randn(4, 3), hf.rand(4, 3)
     _raises(ValueError, lambda: F.binary_cross_entropy_with_logits(x, y, pos_weight=hf.ones(4)),
             "binary_cross_entropy_with_logits", "pos_weight", "(4,)", "(4, 3)")
+
+
+def test_a_numpy_array_or_list_given_to_a_layer_is_named_as_not_a_tensor():
+    # PyTorch: "linear(): argument 'input' must be Tensor, not numpy.ndarray"; here Linear said
+    # "must have the same dtype, got float32 and hybridfw.float32", a list raised AttributeError
+    # and cross_entropy's numpy target AttributeError: 'Int64DType' ... 'is_floating_point'
+    a = np.ones((2, 3), np.float32)
+    for call, name in ((lambda: hf.nn.Linear(3, 2)(a), "linear"),
+                       (lambda: F.linear([[1.0, 2.0, 3.0]], hf.ones(2, 3)), "linear"),
+                       (lambda: hf.nn.Linear(3, 2)([[1.0, 2.0, 3.0]]), "linear"),
+                       (lambda: hf.nn.Conv2d(1, 1, 3)(np.ones((1, 1, 5, 5), np.float32)),
+                        "conv2d"),
+                       (lambda: F.cross_entropy(hf.randn(2, 3), np.array([0, 1])),
+                        "cross_entropy"),
+                       (lambda: F.nll_loss(np.zeros((2, 3), np.float32), hf.tensor([0, 1])),
+                        "nll_loss"),
+                       (lambda: hf.nn.LSTM(3, 2)(a[None]), "LSTM")):
+        with pytest.raises(TypeError) as info:
+            call()
+        text = str(info.value)
+        assert text.startswith(f"{name}: ") and "must be a tensor, got" in text, text
+        assert "hf.tensor" in text
+
+
+def test_elementwise_ops_take_a_numpy_array_as_hf_exp_does():
+    # F.relu(array) crashed with AttributeError: 'Float32DType' object has no attribute 'np'
+    a = np.array([[-1.0, 2.0]], np.float32)
+    out = F.relu(a)
+    assert isinstance(out, hf.Tensor) and out.dtype is hf.float32
+    np.testing.assert_array_equal(out.numpy(), [[0.0, 2.0]])
+    np.testing.assert_array_equal(hf.sigmoid(np.zeros(2)).numpy(), [0.5, 0.5])

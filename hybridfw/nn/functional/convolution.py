@@ -6,10 +6,21 @@ from ...ops import linalg as L
 from ...ops import nn_ops as N
 from ...ops import shape_ops as S
 from ...ops.conv import conv_attrs, pair
-from ...ops.registry import apply
+from ...ops.registry import TensorLike, apply
+
+
+def require_tensor(name, what, value) -> None:
+    """A tensor argument given as something else (a numpy array, a list) is refused by name,
+    as PyTorch's functions do."""
+    if not isinstance(value, TensorLike):
+        raise TypeError(f"{name}: {what} must be a tensor, got {type(value).__module__}."
+                        f"{type(value).__qualname__}; convert it with hf.tensor(...) or "
+                        f"hf.from_numpy(...)")
 
 
 def _same_dtype(name, a, b, what_a, what_b):
+    require_tensor(name, what_a, a)
+    require_tensor(name, what_b, b)
     if a.dtype is not b.dtype:
         raise TypeError(f"{name}: {what_a} and {what_b} must have the same dtype, got "
                         f"{a.dtype} and {b.dtype}")
@@ -17,6 +28,8 @@ def _same_dtype(name, a, b, what_a, what_b):
 
 def linear(input, weight, bias=None):  # noqa: A002
     """``input @ weight.T + bias``; weight is (out_features, in_features)."""
+    require_tensor("linear", "input", input)
+    require_tensor("linear", "weight", weight)
     if weight.ndim not in (1, 2) or input.ndim < 1:
         raise ValueError(f"linear: expected a 1-D or 2-D weight and an input with at least 1 "
                          f"dim, got input {tuple(input.shape)} and weight {tuple(weight.shape)}")

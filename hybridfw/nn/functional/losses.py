@@ -9,7 +9,7 @@ from ...ops import indexing as I
 from ...ops import nn_ops as N
 from ...ops.infer import broadcast_shapes
 from ...ops.registry import apply
-from .convolution import _same_dtype, check_broadcasts_to
+from .convolution import _same_dtype, check_broadcasts_to, require_tensor
 
 
 def _reduction(name, reduction, size_average=None, reduce=None):
@@ -203,6 +203,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     ((N, C, d1, ...) with target (N, d1, ...), or (C,) with a scalar target). 'mean' divides
     by the summed weights of the non-ignored targets (PyTorch's weighted mean)."""
     reduction = _reduction("nll_loss", reduction, size_average, reduce)
+    require_tensor("nll_loss", "input", input)
+    require_tensor("nll_loss", "target", target)
     unbatched = input.ndim == 1
     if unbatched:
         input, target = _as_batch(input, target)  # noqa: A001
@@ -227,6 +229,8 @@ def cross_entropy(input, target, weight=None, size_average=None,  # noqa: A002
     PyTorch's semantics for class-index targets (ignore_index, class weights, label
     smoothing) and for class-probability targets (a float target shaped like the input)."""
     reduction = _reduction("cross_entropy", reduction, size_average, reduce)
+    require_tensor("cross_entropy", "input", input)
+    require_tensor("cross_entropy", "target", target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0 and 1, got "
                          f"{label_smoothing}")
