@@ -1341,7 +1341,12 @@ def test_a_numpy_array_or_list_given_to_a_layer_is_named_as_not_a_tensor():
                         "cross_entropy"),
                        (lambda: F.nll_loss(np.zeros((2, 3), np.float32), hf.tensor([0, 1])),
                         "nll_loss"),
-                       (lambda: hf.nn.LSTM(3, 2)(a[None]), "LSTM")):
+                       (lambda: hf.nn.LSTM(3, 2)(a[None]), "LSTM"),
+                       (lambda: hf.nn.BatchNorm1d(3)(a), "batch_norm"),
+                       (lambda: hf.nn.LayerNorm(3)(a), "layer_norm"),
+                       (lambda: hf.nn.Flatten()(a), "Flatten"),
+                       (lambda: hf.nn.MultiheadAttention(3, 1)(a[None], a[None], a[None]),
+                        "MultiheadAttention")):
         with pytest.raises(TypeError) as info:
             call()
         text = str(info.value)

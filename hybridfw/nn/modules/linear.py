@@ -73,6 +73,7 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, input):  # noqa: A002
+        require_tensor("Flatten", "input", input)
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
