@@ -324,7 +324,9 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, use_reentra
     passed as arguments (pass a parameter as one to ask for its gradient that way). Every
     floating-point tensor result made by the call requires grad while grad is enabled (which
     of them depend on a parameter is only known when backward recomputes them); one that turns
-    out not to gets no gradient.
+    out not to gets no gradient. A function that changes an argument requiring grad in place
+    (a checkpointed segment starting with ``nn.ReLU(inplace=True)``) is refused when called,
+    where PyTorch raises at backward.
 
     Under ``hf.no_grad()``, and while a static program is being built (``hf.jit.to_static``
     traces through it; static programs use the recompute pass), it just calls ``fn``.
