@@ -12,6 +12,7 @@ import numpy as np
 
 from ..backend import Storage, default_device, is_writeable, root_array, storage_for
 from ..backend import device as as_device
+from ..dtypes import DType
 from ..ops.registry import TensorLike, TensorMeta, set_interpreter
 from .autograd import GradMode, Node
 from .tensor import Tensor, tensor
@@ -118,6 +119,10 @@ class EagerInterpreter:
                     raise static from None
                 raise
             return self.apply(op, converted, attrs)
+        if dtype.__class__ is not DType:  # a numpy operand passed the duck-typed inference
+            converted = _convert_args(args, None)
+            if any(x is not y for x, y in zip(converted, args)):
+                return self.apply(op, converted, attrs)
         arrays = []
         dev = None
         needs_grad = False

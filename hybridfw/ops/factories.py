@@ -202,8 +202,11 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(apply(K.eye, n=int(n), m=int(n if m is None else m), dtype=_dt(dtype),
-                       device=_dev(device)), requires_grad)
+    n, m = _shape("eye", (n, n if m is None else m))
+    if hasattr(n, "dim_source") or hasattr(m, "dim_source"):  # sizes known when it runs
+        rows = arange(n, device=device).unsqueeze(1)
+        return _grad((rows == arange(m, device=device)).astype(_dt(dtype)), requires_grad)
+    return _grad(apply(K.eye, n=n, m=m, dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
 def rand(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):

@@ -2463,3 +2463,33 @@ def test_fstring_of_a_zero_d_value_prints_its_number_as_eager(capsys):
     assert eager == "s=3.0 n=2 tensor(3.)\n"
     hf.jit.to_static(_zero_d_in_fstring)(x)
     assert capsys.readouterr().out == eager
+
+
+@pytest.mark.parametrize("shape", ["abc", [2.5], [None, "a"], [True], 3])
+def test_input_spec_refuses_a_shape_that_is_not_ints_or_none(shape):
+    # [2.5] became (2,) and [True] (1,); 'abc' failed inside int() with a message naming
+    # neither InputSpec nor the shape
+    with pytest.raises(TypeError, match="InputSpec: shape must be a sequence of ints or None"):
+        hf.jit.InputSpec(shape)
+
+
+def test_input_spec_takes_numpy_ints_and_tensor_shapes():
+    assert hf.jit.InputSpec([None, np.int64(3), -1]).shape == (-1, 3, -1)
+    assert hf.jit.InputSpec.from_tensor(hf.zeros(2, 5)).shape == (2, 5)
+
+
+def test_eye_of_sizes_known_only_when_the_program_runs():
+    # hf.eye(x.shape[0], x.shape[1]) under InputSpec None dims was refused ("sizes must be
+    # non-negative ints, got shape (Variable(...), ...)"); zeros/ones/arange take such sizes
+    def add_eye(x):
+        return x + hf.eye(x.shape[0], x.shape[1])
+
+    def square(x):
+        return hf.eye(x.shape[0], dtype="float64") * 2
+
+    f = hf.jit.to_static(add_eye, input_spec=[hf.jit.InputSpec([None, None])])
+    for shape in ((2, 3), (3, 2), (1, 1)):
+        np.testing.assert_array_equal(f(hf.zeros(*shape)).numpy(), np.eye(*shape))
+    g = hf.jit.to_static(square, input_spec=[hf.jit.InputSpec([None])])
+    out = g(hf.zeros(3))
+    assert out.dtype is hf.float64 and out.tolist() == (2 * np.eye(3)).tolist()

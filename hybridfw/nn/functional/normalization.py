@@ -8,6 +8,7 @@ from ...ops import composite_matrix as M
 from ...ops import elementwise as E
 from ...ops import reduction as R
 from ...ops.registry import apply
+from .convolution import require_tensor
 
 
 def _check_param(name, what, t, size, input):
@@ -78,6 +79,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
 def _check_norm_dtypes(name, input, **params):  # noqa: A002
     """As PyTorch: a floating input; parameters of its dtype, or float32 ones for a float16
     input (computed in float32, the result in float16); any other mix is a TypeError."""
+    require_tensor(name, "input", input)
     if not input.dtype.is_floating_point:
         raise TypeError(f"{name}: expected a floating-point input, got dtype {input.dtype}")
     for what, t in params.items():

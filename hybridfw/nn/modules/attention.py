@@ -7,6 +7,7 @@ from ...dtypes import bool_
 from ...ops.composite import cat
 from ...ops.factories import empty, zeros_like
 from .. import functional as F
+from ..functional.convolution import require_tensor
 from .. import init
 from ..parameter import Parameter
 from .linear import Linear
@@ -173,6 +174,7 @@ class MultiheadAttention(Module):
                              f"{tuple(value.shape)} (all but the last dim must agree)")
         weight = self.out_proj.weight
         for name, t in (("query", query), ("key", key), ("value", value)):
+            require_tensor(_NAME, name, t)
             if t.dtype is not weight.dtype:
                 raise TypeError(f"{_NAME}: {name} has dtype {t.dtype}, but the parameters have "
                                 f"dtype {weight.dtype}; convert the input or the module (e.g. "

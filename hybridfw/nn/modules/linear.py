@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...ops.factories import empty
 from .. import functional as F
+from ..functional.convolution import require_tensor
 from .. import init
 from ..parameter import Parameter
 from .module import Module
@@ -51,6 +52,7 @@ class Linear(Module):
         init.fan_in_uniform_(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
+        require_tensor("linear", "input", input)
         n = input.shape[-1] if input.ndim else None
         if n != self.in_features and n != -1:
             raise ValueError(f"Linear: expected input with last dim in_features="
@@ -71,6 +73,7 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, input):  # noqa: A002
+        require_tensor("Flatten", "input", input)
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
