@@ -1,6 +1,6 @@
 """The layers of ``hf.nn``, one kind per file."""
-from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU,
-                         Softmax, Softplus, Tanh)
+from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSoftmax, PReLU, ReLU, ReLU6,
+                         Sigmoid, SiLU, Softmax, Softplus, Tanh)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
@@ -19,11 +19,11 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AdaptiveAvgPool1d",
-           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm",
-           "GroupNorm", "Embedding", "Dropout", "Dropout2d", "Upsample", "UpsamplingNearest2d",
-           "UpsamplingBilinear2d", "ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6",
-           "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential", "ModuleList",
-           "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell",
-           "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
-           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
+           "Embedding", "Dropout", "Dropout2d", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d", "ReLU", "LeakyReLU", "PReLU", "ELU", "Softplus", "Hardtanh",
+           "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential",
+           "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU",
+           "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
+           "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
+           "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
