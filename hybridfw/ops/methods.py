@@ -528,6 +528,12 @@ class TensorMethods(TensorLike):
     def median(self, dim=None, keepdim=False):
         return O.median(self, dim, keepdim)
 
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return O.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return O.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
         return O.topk(self, k, dim, largest, sorted)
 
