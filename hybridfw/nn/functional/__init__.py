@@ -33,8 +33,8 @@ from .losses import (_as_batch, _broadcast_target, _check_class_weight,
                      _target_weights, _weighted, binary_cross_entropy,
                      binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss,
                      mse_loss, nll_loss, smooth_l1_loss)
-from .normalization import (_check_norm_dtypes, _check_param, batch_norm, group_norm, layer_norm,
-                            normalize)
+from .normalization import (_check_norm_dtypes, _check_param, batch_norm, group_norm,
+                            instance_norm, layer_norm, normalize)
 from .padding import _pad_index, pad
 from .pooling import (_pool1d_input, adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,
                       avg_pool2d, max_pool1d, max_pool2d)
@@ -66,7 +66,7 @@ __all__ = ["relu", "leaky_relu", "prelu", "elu", "softplus", "hardtanh", "relu6"
            "tanh", "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d",
            "linear", "conv2d", "conv_transpose2d", "max_pool1d", "avg_pool1d",
            "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate",
-           "batch_norm", "layer_norm", "group_norm", "embedding", "pad", "one_hot", "cross_entropy",
-           "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+           "batch_norm", "instance_norm", "layer_norm", "group_norm", "embedding", "pad", "one_hot",
+           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 

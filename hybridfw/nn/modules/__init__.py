@@ -9,7 +9,8 @@ from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
+                            InstanceNorm2d, InstanceNorm3d, LayerNorm)
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
                       MaxPool2d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -19,7 +20,8 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Conv2d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AdaptiveAvgPool1d",
-           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
+           "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "GroupNorm",
            "Embedding", "Dropout", "Dropout2d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "ReLU", "LeakyReLU", "PReLU", "ELU", "Softplus", "Hardtanh",
            "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Sequential",
