@@ -42,10 +42,13 @@ def matches_torch():
     """``check(make_ours, reference, inputs, train=False, **kwargs)``: copies the torch module's
     state_dict into ``make_ours()`` (the keys must agree), then checks outputs, parameter and
     input gradients against torch at rtol 1e-5, eagerly and under ``hf.jit.to_static``, and
-    that the converted module equals the eager one. Returns the eager outputs."""
+    that the converted module equals the eager one. Both modules run in float64 when the
+    first input is float64. Returns the eager outputs."""
     torch = pytest.importorskip("torch")
 
     def check(make_ours, reference, inputs, train=False, rtol=1e-5, atol=1e-6, **kwargs):
+        if inputs[0].dtype == np.float64:
+            reference.double()
         reference.train(train)
         state = {k: v.detach().numpy().copy() for k, v in reference.state_dict().items()}
         rng = np.random.default_rng(0)
@@ -60,6 +63,8 @@ def matches_torch():
         results = []
         for convert in (False, True):
             ours = make_ours()
+            if inputs[0].dtype == np.float64:
+                ours.double()
             assert list(ours.state_dict()) == list(state), "state_dict keys differ from torch's"
             ours.load_state_dict({k: hf.tensor(v) for k, v in state.items()})
             ours.train(train)
