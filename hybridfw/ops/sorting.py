@@ -15,7 +15,7 @@ from . import creation as K
 from . import composite_math as A
 from . import elementwise as E
 from . import reduction as R
-from .factories import _dev
+from .factories import _dev, drawing
 from .infer import normalize_dim
 from .registry import TensorLike, apply, onnx_rules, register
 
@@ -125,16 +125,18 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     return TopKResult(C.gather(x, d, indices), indices)
 
 
-def randperm(n: int, *, dtype=None, device=None):
+def randperm(n: int, *, generator=None, dtype=None, device=None):
     """A random permutation of ``0 .. n-1`` (int64 unless ``dtype``), from the generator
-    ``hf.manual_seed`` seeds.
+    ``hf.manual_seed`` seeds (or ``generator``, an ``hf.Generator``).
 
     >>> sorted(hf.randperm(4).tolist())
     [0, 1, 2, 3]
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
-    keys = apply(K.uniform, shape=(n,), low=0.0, high=1.0, dtype=float64, device=_dev(device))
+    with drawing(generator, device, "randperm"):
+        keys = apply(K.uniform, shape=(n,), low=0.0, high=1.0, dtype=float64,
+                     device=_dev(device))
     perm = argsort(keys)
     dt = int64 if dtype is None else as_dtype(dtype)
     return perm if dt is int64 else perm.astype(dt)
