@@ -22,7 +22,7 @@ from ..dtypes import DType, as_dtype
 from ..dtypes import promote_types as _promote_types
 from ..dtypes import result_type as _result_type
 from .registry import apply
-from .sorting import argsort, median, msort, randperm, sort, topk
+from .sorting import argsort, median, msort, nanquantile, quantile, randperm, sort, topk
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
            "clip", "cumprod", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
@@ -45,7 +45,7 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
            "repeat_interleave", "atan2", "arctan2", "divide", "true_divide",
            "scatter", "scatter_add", "median", "var_mean", "std_mean", "result_type",
-           "promote_types"]
+           "promote_types", "quantile", "nanquantile"]
 
 clip = clamp
 concat = concatenate = cat
