@@ -765,8 +765,8 @@ class Executor:
 
     def run(self, program: Program, feed: dict | None = None, fetch_list=None,
             return_numpy: bool = False):
-        """Run ``program`` on ``feed`` (input name or its Variable -> Tensor or array) and return the values of
-        ``fetch_list`` (Variables or names)."""
+        """Run ``program`` on ``feed`` (input name or its Variable -> Tensor or array) and
+        return the values of ``fetch_list`` (Variables or names)."""
         compiled, arrays = self._lookup(program, feed, fetch_list)
         try:
             results = compiled(arrays)
