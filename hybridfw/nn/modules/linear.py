@@ -9,7 +9,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Linear", "Identity", "Flatten", "Unflatten"]
+__all__ = ["Linear", "Identity", "Flatten", "Unflatten", "NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -63,6 +63,11 @@ class Linear(Module):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
 
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A :class:`Linear` under PyTorch's name for MultiheadAttention's ``out_proj`` (the same
+    layer; the name shows in ``repr``)."""
 
 class Flatten(Module):
     """Flattens dims ``start_dim..end_dim`` into one (default: all but the batch dim)."""
