@@ -14,7 +14,7 @@ from .convolution import require_tensor
 def _check_param(name, what, t, size, input):
     if t is None:
         return
-    if t.ndim != 1 or t.shape[0] != size:
+    if t.ndim != 1 or (t.shape[0] != size and size != -1):  # (-1: known when the program runs)
         raise ValueError(f"{name}: {what} must have shape ({size},) for input of shape "
                          f"{tuple(input.shape)}, got {tuple(t.shape)}")
 
@@ -123,10 +123,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,  # no
             running_mean = running_var = None
         with no_grad():
             if running_mean is not None:
-                batch_mean = C.mean(C.reshape(mean, (-1, channels)), 0)
+                batch_mean = C.reshape(C.mean(mean, 0), (-1,))  # (C, 1, ...) -> (C,)
                 running_mean.mul_(1 - momentum).add_(batch_mean * momentum)
             if running_var is not None:
-                batch_var = C.mean(C.reshape(var, (-1, channels)), 0)
+                batch_var = C.reshape(C.mean(var, 0), (-1,))
                 running_var.mul_(1 - momentum).add_(batch_var * (momentum * count / (count - 1)))
     else:
         if running_mean is None or running_var is None:
@@ -163,7 +163,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
-    if k == 0 or k > input.ndim or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+    if k == 0 or k > input.ndim or any(d not in (n, -1) for d, n in  # (-1: known at run time)
+                                       zip(input.shape[input.ndim - k:], normalized_shape)):
         raise ValueError(f"layer_norm: normalized_shape {normalized_shape} must match the "
                          f"trailing dims of input of shape {tuple(input.shape)}")
     for what, t in (("weight", weight), ("bias", bias)):
@@ -189,13 +190,13 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         raise ValueError(f"group_norm: expected an input with at least 2 dims (N, C, ...), got "
                          f"shape {tuple(input.shape)}")
     channels = input.shape[1]
-    if channels % num_groups:
+    if channels != -1 and channels % num_groups:  # (-1: known when the program runs)
         raise ValueError(f"group_norm: the {channels} channels of input of shape "
                          f"{tuple(input.shape)} must be divisible by num_groups={num_groups}")
     _check_norm_dtypes("group_norm", input, weight=weight, bias=bias)
     for what, t in (("weight", weight), ("bias", bias)):
         _check_param("group_norm", what, t, channels, input)
-    grouped = input.unflatten(1, (num_groups, channels // num_groups))
+    grouped = input.unflatten(1, (num_groups, channels // num_groups if channels != -1 else -1))
     dims = tuple(range(2, grouped.ndim))
     centered = grouped - C.mean(grouped, dims, keepdim=True)
     var = C.mean(centered * centered, dims, keepdim=True)

@@ -150,7 +150,8 @@ class _InstanceNorm(_BatchNorm):
                              f"{tuple(input.shape)}")
         feature_dim = input.ndim - (batched - 1)
         features = input.shape[feature_dim]
-        if features not in (self.num_features, -1):
+        # (under an InputSpec None dim, converted code sees the size as a run-time value)
+        if isinstance(features, int) and features not in (self.num_features, -1):
             if self.affine:
                 raise ValueError(f"{name}: expected input with num_features="
                                  f"{self.num_features} channels (dim {feature_dim}), got input "
@@ -288,7 +289,10 @@ class GroupNorm(Module):
             init.zeros_(self.bias)
 
     def forward(self, input):  # noqa: A002
-        if input.ndim < 2 or input.shape[1] not in (self.num_channels, -1):
+        channels = input.shape[1] if input.ndim >= 2 else None
+        # (under an InputSpec None dim, converted code sees the size as a run-time value)
+        if input.ndim < 2 or (isinstance(channels, int) and
+                              channels not in (self.num_channels, -1)):
             raise ValueError(f"GroupNorm: expected an (N, {self.num_channels}, ...) input, got "
                              f"input of shape {tuple(input.shape)}")
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
