@@ -2432,6 +2432,21 @@ def test_a_numpy_array_where_an_input_spec_expects_a_tensor_is_refused_naming_it
     np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.0))
 
 
+def test_a_python_number_where_an_input_spec_expects_a_tensor_is_refused_naming_it():
+    """``f(x, 3.0)`` with an InputSpec for ``y`` made 3.0 a constant of the program; a None
+    (an optional tensor left out) and an argument beyond the specs stay Python values."""
+    def f(x, y=None, scale=1.0):
+        return x * scale if y is None else (x + y) * scale
+
+    g = hf.jit.to_static(f, input_spec=[hf.jit.InputSpec([None, 3]), hf.jit.InputSpec([3])])
+    with pytest.raises(TypeError, match=r"argument 'y' is a Python float \(3.0\) where "
+                                        r"InputSpec 1 expects a tensor"):
+        g(hf.ones(5, 3), 3.0)
+    np.testing.assert_array_equal(g(hf.ones(2, 3), None, 2.0).numpy(), np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(g(hf.ones(2, 3), hf.ones(3), 2.0).numpy(),
+                                  np.full((2, 3), 4.0))
+
+
 def test_programs_traced_under_another_default_dtype_are_not_shared():
     # the default dtype decides dtypes while tracing: int_tensor * 1.5 and hf.ones(2)
     f = hf.jit.to_static(lambda x: x * 1.5 + hf.ones(2))
