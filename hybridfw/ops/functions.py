@@ -14,6 +14,7 @@ from .composite_compare import (clamp_max, clamp_min, count_nonzero, isclose, lo
 from .composite_math import (addcdiv, addcmul, bernoulli, diff, div, fmod, hypot, lerp,
                              logaddexp, meshgrid, normal, repeat_interleave, true_divide)
 from .composite_math import scaled_other as _scaled_other
+from .composite_distance import cdist, cosine_similarity, pairwise_distance
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
                               masked_select, movedim, nansum, roll, scatter, scatter_add,
@@ -45,7 +46,7 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
            "repeat_interleave", "atan2", "arctan2", "divide", "true_divide",
            "scatter", "scatter_add", "median", "var_mean", "std_mean", "result_type",
-           "promote_types"]
+           "promote_types", "cdist", "cosine_similarity", "pairwise_distance"]
 
 clip = clamp
 concat = concatenate = cat
