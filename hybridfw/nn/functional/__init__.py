@@ -27,6 +27,8 @@ from .activations import (_SQRT_2_OVER_PI, _SQRT_HALF, _cast, _softmax_dim, drop
                           elu, gelu, hardtanh, leaky_relu, log_softmax, logsigmoid, relu, relu6,
                           sigmoid, silu, softmax, softplus, tanh)
 from .attention import cosine_similarity, pairwise_distance, scaled_dot_product_attention
+from .activations import (celu, glu, hardsigmoid, hardswish, mish, selu, softmin, softsign,
+                          tanhshrink, threshold)
 from .convolution import (_batched, _conv_padding, _same_dtype, _single, _unbatched, conv1d,
                           conv2d, conv_transpose2d, linear)
 from .losses import (_as_batch, _broadcast_target, _check_class_weight,
@@ -70,5 +72,7 @@ __all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu",
            "layer_norm", "group_norm", "embedding", "pad", "one_hot", "cross_entropy", "nll_loss",
            "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
            "binary_cross_entropy", "binary_cross_entropy_with_logits",
-           "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance"]
+           "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance",
+           "mish", "hardswish", "hardsigmoid", "selu", "celu", "glu", "softmin", "softsign",
+           "tanhshrink", "threshold"]
 

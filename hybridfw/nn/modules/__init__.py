@@ -1,6 +1,8 @@
 """The layers of ``hf.nn``, one kind per file."""
 from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSoftmax, ReLU, ReLU6, Sigmoid, SiLU,
                          Softmax, Softplus, Tanh)
+from .activation import (CELU, GLU, SELU, Hardsigmoid, Hardswish, LogSigmoid, Mish, Softmin,
+                         Softsign, Tanhshrink, Threshold)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
@@ -26,4 +28,6 @@ __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Co
            "ModuleDict", "ParameterList", "ParameterDict", "RNN", "LSTM", "GRU", "RNNCell",
            "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
            "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
-           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "SmoothL1Loss", "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss",
+           "Mish", "Hardswish", "Hardsigmoid", "SELU", "CELU", "GLU", "Softmin", "Softsign",
+           "Tanhshrink", "Threshold", "LogSigmoid"]
