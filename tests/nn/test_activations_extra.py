@@ -115,3 +115,11 @@ def test_repr():
     assert repr(hf.nn.Threshold(0.1, 20.0)) == "Threshold(threshold=0.1, value=20.0)"
     assert repr(hf.nn.Mish(inplace=True)) == "Mish(inplace=True)"
     assert repr(hf.nn.GLU()) == "GLU(dim=-1)"
+
+
+def test_silu_module_inplace():
+    x = hf.tensor([1.0, -1.0])
+    out = hf.nn.SiLU(inplace=True)(x)
+    assert out is x
+    np.testing.assert_allclose(x.numpy(), [0.7310585786, -0.2689414214], rtol=1e-7)
+    assert repr(hf.nn.SiLU(inplace=True)) == "SiLU(inplace=True)"

@@ -137,7 +137,10 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):  # noqa: A002
-        return F.silu(input)
+        return F.silu(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
