@@ -36,6 +36,7 @@ from .losses import (_as_batch, _broadcast_target, _check_class_weight,
                      _target_weights, _weighted, binary_cross_entropy,
                      binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss,
                      mse_loss, nll_loss, smooth_l1_loss)
+from .losses import cosine_embedding_loss, margin_ranking_loss, triplet_margin_loss
 from .normalization import (_check_norm_dtypes, _check_param, batch_norm, group_norm, layer_norm,
                             normalize)
 from .padding import _pad_index, pad
@@ -74,5 +75,6 @@ __all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu",
            "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance",
            "mish", "hardswish", "hardsigmoid", "selu", "celu", "glu", "softmin", "softsign",
-           "tanhshrink", "threshold"]
+           "tanhshrink", "threshold", "cosine_embedding_loss", "margin_ranking_loss",
+           "triplet_margin_loss"]
 

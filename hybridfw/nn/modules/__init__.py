@@ -10,6 +10,7 @@ from .dropout import Dropout, Dropout2d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
+from .loss import CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
@@ -30,4 +31,5 @@ __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Co
            "TransformerEncoder", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "BCELoss", "BCEWithLogitsLoss",
            "Mish", "Hardswish", "Hardsigmoid", "SELU", "CELU", "GLU", "Softmin", "Softsign",
-           "Tanhshrink", "Threshold", "LogSigmoid"]
+           "Tanhshrink", "Threshold", "LogSigmoid", "CosineEmbeddingLoss", "MarginRankingLoss",
+           "TripletMarginLoss"]
