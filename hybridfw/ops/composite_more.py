@@ -31,7 +31,8 @@ def _scaled_product(op: str, input, product, beta, alpha):  # noqa: A002
     if not product.dtype.is_floating_point:  # as PyTorch: integer tensors truncate them
         beta, alpha = int(beta), int(alpha)
     shape = tuple(product.shape)
-    if broadcast_shapes(op, tuple(input.shape), shape) != shape:
+    joint = broadcast_shapes(op, tuple(input.shape), shape)
+    if len(joint) != len(shape) or any(a != b and -1 not in (a, b) for a, b in zip(joint, shape)):
         raise ValueError(f"{op}: input of shape {tuple(input.shape)} does not broadcast to the "
                          f"product's shape {shape}")
     if alpha != 1:

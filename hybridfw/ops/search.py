@@ -355,6 +355,7 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
         return KthvalueResult(C.reshape(x, ()), argsort(x))
     indices = C.narrow(argsort(x, d), d, k - 1, 1)
     values = C.gather(x, d, indices)
-    if not keepdim:
-        values, indices = C.squeeze(values, d), C.squeeze(indices, d)
+    if not keepdim:  # (indexing, not squeeze: the dim may be known only at run time)
+        at = (slice(None),) * d + (0,)
+        values, indices = values[at], indices[at]
     return KthvalueResult(values, indices)

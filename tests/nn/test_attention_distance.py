@@ -173,3 +173,19 @@ def test_pairwise_distance(p, keepdim):
              static=False)
     ints = F.pairwise_distance(hf.tensor([[1, 2]]), hf.tensor([[1, 3]]))
     assert ints.dtype is hf.float32 and ints.tolist() == pytest.approx([1.0 - 1e-6])
+
+
+def test_to_static_with_run_time_sizes():
+    # InputSpec None dims: one program serves every batch and sequence length
+    spec = [hf.jit.InputSpec([None, None, 8], "float64")]
+
+    def f(q):
+        return F.scaled_dot_product_attention(q, q * 2, q, is_causal=True) + \
+            hf.cdist(q, q * 2 + 1).sum(-1, keepdim=True) + \
+            F.cosine_similarity(q, q + 1, -1)[..., None]
+
+    g = hf.jit.to_static(f, input_spec=spec)
+    for shape in ((2, 5, 8), (1, 3, 8)):
+        q = hf.tensor(RNG.standard_normal(shape))
+        # (cdist takes the matrix-product path for sizes known only at run time: rounding)
+        np.testing.assert_allclose(g(q).numpy(), f(q).numpy(), rtol=1e-9)

@@ -152,3 +152,14 @@ def test_errors():
         hf.index_add(a, 1, hf.tensor(IDX).double(), c[:, :4])
     with pytest.raises(ValueError, match="non-negative"):
         hf.tril_indices(-1, 3)
+
+
+def test_to_static_with_a_run_time_batch():
+    def f(a):
+        return hf.addmm(a[:, :2], a, a[:3, :2]).sum(1) + hf.rot90(a, 1, (0, 1))[1] + \
+            hf.xlogy(a, a * a).sum(1)
+
+    g = hf.jit.to_static(f, input_spec=[hf.jit.InputSpec([None, 3], "float64")])
+    for n in (3, 4):
+        a = hf.tensor(RNG.standard_normal((n, 3)))
+        np.testing.assert_allclose(g(a).numpy(), f(a).numpy(), rtol=1e-12)

@@ -143,3 +143,13 @@ def test_onnx_export_of_bincount_and_unique(tmp_path):
     names = [i.name for i in session.get_inputs()]
     (got,) = session.run(None, {names[0]: I[1], names[1]: W})
     assert got == fn(hf.tensor(I[1]), hf.tensor(W)).item()
+
+
+def test_to_static_with_a_run_time_batch():
+    def f(x):
+        return hf.kthvalue(x, 2, 0).values + hf.cummin(x, 0).values.sum(0)
+
+    g = hf.jit.to_static(f, input_spec=[hf.jit.InputSpec([None, 3], "float64")])
+    for n in (2, 5):
+        x = hf.tensor(RNG.standard_normal((n, 3)))
+        np.testing.assert_allclose(g(x).numpy(), f(x).numpy(), rtol=1e-12)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ...dtypes import bool_, float32
+from ...dtypes import bool_, float32, int64
 from ...ops import composite as C
 from ...ops import elementwise as E
 from ...ops import nn_ops as N
@@ -84,8 +84,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         scale = 1.0 / math.sqrt(query.shape[-1])
     scores = C.matmul(query, C.transpose(key, -2, -1)) * scale
     if is_causal:
-        corner = scores[(0,) * (scores.ndim - 2)]  # (L, S)
-        attn_mask = ones_like(corner, dtype=bool_).tril()
+        # key j <= query i; the positions count ones, so L and S may be known only at run time
+        ones = ones_like(scores[(0,) * (scores.ndim - 2)], dtype=int64)  # (L, S)
+        attn_mask = apply(E.le, C.cumsum(ones, 1), C.cumsum(ones, 0))
     masked = attn_mask is not None
     if masked:
         if attn_mask.dtype is bool_:
