@@ -130,8 +130,10 @@ def _unique_infer(input, *, dim):  # noqa: A002
 
 def _unique_kernel(xp, input, *, dim):  # noqa: A002
     if dim is None:
-        return xp.unique(input.reshape(-1), return_inverse=True)[1].reshape(input.shape) \
-            .astype("int64")
+        # every NaN is a value of its own, as in PyTorch (numpy merges them by default)
+        nan_rule = {"equal_nan": False} if xp.__name__ == "numpy" else {}
+        inverse = xp.unique(input.reshape(-1), return_inverse=True, **nan_rule)[1]
+        return inverse.reshape(input.shape).astype("int64")
     if input.ndim == 0:
         return xp.zeros((1,), dtype="int64")
     rows = xp.moveaxis(input, dim, 0)

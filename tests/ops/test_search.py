@@ -40,6 +40,8 @@ CALLS = [
     "lib.unique(lib.tensor(I), dim=0, return_inverse=True, return_counts=True)",
     "lib.unique(lib.tensor(I), dim=1, return_inverse=True)",
     "lib.unique(lib.tensor(F[0]), sorted=False)",
+    "lib.unique(lib.tensor(F), return_inverse=True, return_counts=True)",  # (NaNs stay apart)
+    "lib.unique(lib.tensor(I) > 1)",
     "lib.isin(lib.tensor(I), lib.tensor([3, 0]))",
     "lib.isin(lib.tensor(I), lib.tensor([[3], [9]]), invert=True)",
     "lib.isin(lib.tensor(F), lib.tensor([1, 3]))",
