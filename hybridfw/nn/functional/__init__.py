@@ -15,9 +15,9 @@ Example::
     >>> logits.grad.shape
     (1, 3)
 
-The functions live in cohesive modules of this package (``activations``, ``convolution``,
-``pooling``, ``normalization``, ``sparse``, ``padding``, ``losses``; ``interpolate`` in
-``hybridfw.nn.interpolation``), all re-exported here.
+The functions live in cohesive modules of this package (``activations``, ``attention`` (with
+the distances), ``convolution``, ``pooling``, ``normalization``, ``sparse``, ``padding``,
+``losses``; ``interpolate`` in ``hybridfw.nn.interpolation``), all re-exported here.
 """
 from __future__ import annotations
 
