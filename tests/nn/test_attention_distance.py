@@ -189,3 +189,20 @@ def test_to_static_with_run_time_sizes():
         q = hf.tensor(RNG.standard_normal(shape))
         # (cdist takes the matrix-product path for sizes known only at run time: rounding)
         np.testing.assert_allclose(g(q).numpy(), f(q).numpy(), rtol=1e-9)
+
+
+def test_onnx_export(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x):
+        a = F.scaled_dot_product_attention(x, x, x * 2, is_causal=True)
+        return (F.mish(a) + F.hardswish(a) + F.selu(a) + F.softmin(a, -1)).sum(-1) + \
+            F.cosine_similarity(x, x + 1, -1) + F.pairwise_distance(x, x * 2) + \
+            hf.cdist(x, x + 1).sum(-1)
+
+    path = str(tmp_path / "attention.onnx")
+    hf.onnx.export(f, path, input_spec=[hf.jit.InputSpec([2, None, 8])])
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = Q[0].astype(np.float32)[:2]
+    (got,) = session.run(None, {session.get_inputs()[0].name: x})
+    np.testing.assert_allclose(got, f(hf.tensor(x)).numpy(), rtol=1e-4, atol=1e-4)
