@@ -123,3 +123,13 @@ def test_silu_module_inplace():
     assert out is x
     np.testing.assert_allclose(x.numpy(), [0.7310585786, -0.2689414214], rtol=1e-7)
     assert repr(hf.nn.SiLU(inplace=True)) == "SiLU(inplace=True)"
+
+
+def test_glu_along_a_run_time_dim_names_the_real_problem():
+    # the halved dim's size is unknown while building (-1): not "must be even"
+    g = hf.jit.to_static(lambda x: F.glu(x, 1), input_spec=[hf.jit.InputSpec([2, None])])
+    with pytest.raises(ValueError, match="only known when the program runs"):
+        g(hf.ones(2, 4))
+    ok = hf.jit.to_static(lambda x: F.glu(x, 1), input_spec=[hf.jit.InputSpec([None, 4])])
+    np.testing.assert_allclose(ok(hf.ones(3, 4)).numpy(), np.full((3, 2), 0.7310586),
+                               rtol=1e-6)

@@ -164,7 +164,7 @@ def glu(input, dim: int = -1):  # noqa: A002
     if input.ndim == 0:
         raise ValueError("glu: does not take a 0-d input (the halved dim must be even)")
     d = normalize_dim("glu", dim, input.ndim)
-    if input.shape[d] % 2:
+    if input.shape[d] != -1 and input.shape[d] % 2:
         raise ValueError(f"glu: the halved dim must be even, but dim {dim} of the input of "
                          f"shape {tuple(input.shape)} has size {input.shape[d]}")
     a, b = C.chunk(input, 2, d)
