@@ -48,7 +48,8 @@ def test_matches_torch(functional, module):
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12,
                                    atol=1e-300)
         (got * hf.tensor(weights)).sum().backward()
-        # (PyTorch's float64 hardsigmoid gradient is float32's 1/6; ELU-like tails differ by rounding)
+        # (PyTorch's float64 hardsigmoid gradient is float32's 1/6; ELU-like tails differ by
+        # rounding)
         np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-7, atol=1e-15)
     # float32
     got = _run(hf, functional, hf.tensor(X, "float32"))
