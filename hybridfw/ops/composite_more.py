@@ -1,7 +1,8 @@
 """More of PyTorch's names, composed from primitives and other composites (so they need no
-gradient rules and run in eager and static code alike): the fused products ``addmm
-baddbmm``, ``logit xlogy``, ``aminmax``, ``rot90``, ``index_add``, ``argwhere`` and the index
-factories ``tril_indices triu_indices``.
+gradient rules and run in eager and static code alike): the fused products ``addmm baddbmm
+addmv addr addbmm``, ``tensordot``, ``logit xlogy``, ``aminmax``, ``rot90``, ``index_add``,
+``take_along_dim``, ``tensor_split``, ``argwhere`` and the index factories ``tril_indices
+triu_indices``.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from .infer import broadcast_shapes, normalize_dim
 from .registry import TensorLike, apply
 
 __all__ = ["addmm", "baddbmm", "logit", "xlogy", "aminmax", "rot90", "index_add", "argwhere",
-           "tril_indices", "triu_indices", "AminmaxResult"]
+           "tril_indices", "triu_indices", "AminmaxResult", "addmv", "addr", "addbmm",
+           "take_along_dim", "tensordot", "tensor_split"]
 
 AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
@@ -210,3 +212,123 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype=int64, device=Non
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=int64, device=None):
     """The ``(2, N)`` indices of the upper triangle (on and above diagonal ``offset``)."""
     return _triangle_indices("triu_indices", row, col, offset, dtype, device, False)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)`` for a matrix ``(n, m)`` and a vector ``(m,)``."""
+    if mat.ndim != 2 or vec.ndim != 1:
+        raise ValueError(f"addmv: expects a matrix and a vector, got shapes {tuple(mat.shape)} "
+                         f"and {tuple(vec.shape)}")
+    _same_dtype("addmv", mat, vec)
+    return _scaled_product("addmv", input, C.matmul(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise ValueError(f"addr: expects two vectors, got shapes {tuple(vec1.shape)} and "
+                         f"{tuple(vec2.shape)}")
+    _same_dtype("addr", vec1, vec2)
+    return _scaled_product("addr", input, C.outer(vec1, vec2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` for batches ``(b, n, m)`` and
+    ``(b, m, p)``; ``input`` broadcasts to ``(n, p)``."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise ValueError(f"addbmm: batch1 and batch2 must be 3-d, got shapes "
+                         f"{tuple(batch1.shape)} and {tuple(batch2.shape)}")
+    _same_dtype("addbmm", batch1, batch2)
+    return _scaled_product("addbmm", input, C.sum(C.bmm(batch1, batch2), 0), beta, alpha)
+
+
+def take_along_dim(input, indices, dim: int | None = None):  # noqa: A002
+    """``input``'s values at ``indices`` along ``dim`` (the other dims broadcast between the
+    two); without ``dim``, at the flat positions ``indices`` of the flattened input.
+
+    >>> hf.take_along_dim(hf.tensor([[10, 20], [30, 40]]), hf.tensor([[1], [0]]), 1).tolist()
+    [[20], [30]]
+    """
+    x = input
+    if dim is None:
+        return C.gather(C.reshape(x, -1), 0, C.reshape(indices, -1))
+    if x.ndim != indices.ndim:
+        raise ValueError(f"take_along_dim: input and indices must have the same number of "
+                         f"dims, got shapes {tuple(x.shape)} and {tuple(indices.shape)}")
+    d = normalize_dim("take_along_dim", dim, x.ndim)
+    rest = broadcast_shapes("take_along_dim", tuple(n for i, n in enumerate(x.shape) if i != d),
+                            tuple(n for i, n in enumerate(indices.shape) if i != d))
+    rest = list(rest)
+
+    def spread(t):
+        shape = tuple(rest[:d]) + (t.shape[d],) + tuple(rest[d:])
+        return t if tuple(t.shape) == shape else C.broadcast_to(t, shape)
+
+    return C.gather(spread(x), d, spread(indices))
+
+
+def tensordot(a, b, dims=2):
+    """The sum of products of ``a`` and ``b`` over ``dims``: an int ``n`` (the last ``n`` dims
+    of ``a`` with the first ``n`` of ``b``) or a pair of dim lists.
+
+    >>> hf.tensordot(hf.ones(2, 3), hf.ones(3, 4), dims=1).shape
+    (2, 4)
+    """
+    if isinstance(dims, int):
+        if dims < 0:
+            raise ValueError(f"tensordot: dims must be non-negative, got {dims}")
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(dims_a) != len(dims_b):
+        raise ValueError(f"tensordot: both sides must contract as many dims, got {dims_a} and "
+                         f"{dims_b}")
+    dims_a = [normalize_dim("tensordot", d, a.ndim) for d in dims_a]
+    dims_b = [normalize_dim("tensordot", d, b.ndim) for d in dims_b]
+    for i, j in zip(dims_a, dims_b):
+        if a.shape[i] != b.shape[j] and -1 not in (a.shape[i], b.shape[j]):
+            raise ValueError(f"tensordot: contracted dims differ in size: dim {i} of "
+                             f"{tuple(a.shape)} and dim {j} of {tuple(b.shape)}")
+    if a.ndim + b.ndim - len(dims_a) > 52:
+        raise ValueError("tensordot: too many dims")
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    sub_a = [next(letters) for _ in range(a.ndim)]
+    sub_b = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(dims_a, dims_b):
+        sub_b[j] = sub_a[i]
+    kept = [s for i, s in enumerate(sub_a) if i not in dims_a] + \
+        [s for j, s in enumerate(sub_b) if j not in dims_b]
+    return C.einsum(f"{''.join(sub_a)},{''.join(sub_b)}->{''.join(kept)}", a, b)
+
+
+def tensor_split(input, indices_or_sections, dim: int = 0):  # noqa: A002
+    """``input`` split along ``dim`` into views: ``n`` nearly equal pieces (the first
+    ``size % n`` one longer), or pieces between the given indices, as numpy's
+    ``array_split``.
+
+    >>> [t.tolist() for t in hf.tensor_split(hf.arange(5), 2)]
+    [[0, 1, 2], [3, 4]]
+    """
+    x = input
+    d = normalize_dim("tensor_split", dim, x.ndim)
+    n = x.shape[d]
+    if n == -1:
+        raise ValueError(f"tensor_split: dim {d} of the shape {tuple(x.shape)} is only known "
+                         "when the program runs, so the pieces are not")
+    split = indices_or_sections
+    if isinstance(split, TensorLike):
+        split = split.tolist()
+    if isinstance(split, int):
+        if split <= 0:
+            raise ValueError(f"tensor_split: the number of sections must be positive, got "
+                             f"{split}")
+        size, extra = divmod(n, split)
+        bounds, start = [], 0
+        for k in range(split):
+            stop = start + size + (1 if k < extra else 0)
+            bounds.append((start, stop))
+            start = stop
+    else:
+        points = [min(max(p + n if p < 0 else p, 0), n) for p in split]
+        bounds = list(zip([0] + points, points + [n]))
+    return tuple(C.narrow(x, d, lo, max(hi - lo, 0)) for lo, hi in bounds)

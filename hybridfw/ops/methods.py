@@ -441,6 +441,21 @@ class TensorMethods(TensorLike):
     def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
         return P.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        return P.addmv(self, mat, vec, beta=beta, alpha=alpha)
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        return P.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return P.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def take_along_dim(self, indices, dim=None):
+        return P.take_along_dim(self, indices, dim)
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        return P.tensor_split(self, indices_or_sections, dim)
+
     def logit(self, eps=None):
         return P.logit(self, eps)
 
@@ -847,6 +862,33 @@ class TensorMethods(TensorLike):
         return apply_inplace(I.scatter, self, self, index,
                              X._scatter_source("scatter_", src, value),
                              dim=normalize_dim("scatter_", dim, self.ndim), reduce=reduce)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self.copy_(A.addcmul(self, tensor1, tensor2, value=value))
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self.copy_(A.addcdiv(self, tensor1, tensor2, value=value))
+
+    def lerp_(self, end, weight):
+        return self.copy_(A.lerp(self.clone(), end, weight))
+
+    def square_(self):
+        return self.copy_(self.clone().square())
+
+    def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+        return self.copy_(Q.nan_to_num(self.clone(), nan, posinf, neginf))
+
+    def cumsum_(self, dim, *, dtype=None):
+        return self.copy_(C.cumsum(self, dim, dtype=dtype))
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        return self.copy_(P.addmv(self, mat, vec, beta=beta, alpha=alpha))
+
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        return self.copy_(P.addr(self, vec1, vec2, beta=beta, alpha=alpha))
+
+    def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self.copy_(P.addbmm(self, batch1, batch2, beta=beta, alpha=alpha))
 
     def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
         return self.copy_(P.addmm(self, mat1, mat2, beta=beta, alpha=alpha))
