@@ -30,7 +30,7 @@ from .ops.factories import (arange, empty, empty_like, eye, full, full_like, lin
                             randn_like, zeros, zeros_like)
 from .ops.functions import *  # noqa: F403 - the hf.<op> functions
 from .ops.functions import __all__ as _function_names
-from .random import initial_seed, manual_seed, seed
+from .random import Generator, initial_seed, manual_seed, seed
 
 # numpy warns when a kernel divides by zero, overflows or takes log/sqrt of a negative; PyTorch
 # gives the same inf/nan silently. Silenced for hybridfw's own kernels and generated plans only
@@ -71,7 +71,7 @@ def __getattr__(name: str):
 __all__ = ["Tensor", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
            "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
            "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "logspace",
-           "manual_seed", "seed", "initial_seed", "float16", "float32", "float64",
+           "manual_seed", "seed", "initial_seed", "Generator", "float16", "float32", "float64",
            "int8", "int16", "int32", "int64", "uint8", "bool", "float", "int", "double", "half",
            "long", "short", "device", "Device", "set_default_device", "get_default_device",
            "no_grad", "enable_grad",

@@ -1,7 +1,10 @@
-"""Random number generators, one per device, all seeded by :func:`manual_seed`.
+"""Random number generators, one per device, all seeded by :func:`manual_seed`, and
+:class:`Generator` objects of one's own.
 
 Every random op (eager or static) draws from ``generator(device)``, so seeding once makes a whole
-run -- initialisation, dropout, shuffling -- reproducible.
+run -- initialisation, dropout, shuffling -- reproducible. An op given ``generator=`` (an
+``hf.Generator``, eager code only) draws from that one instead: ``generator(device)`` returns
+it while the op runs (:func:`drawing_from`).
 
 Example::
 
@@ -13,12 +16,17 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import copy
+
 import numpy as np
 
 from .backend import Device, cpu
+from .backend import device as as_device
 
 __all__ = ["manual_seed", "seed", "seed_cuda", "generator", "get_rng_state", "set_rng_state",
-           "initial_seed"]
+           "initial_seed", "Generator", "drawing_from", "numpy_generator"]
 
 _seed = [0]
 _generators: dict = {}
@@ -71,7 +79,11 @@ def initial_seed() -> int:
 
 
 def generator(dev: Device = cpu):
-    """The generator of ``dev`` (numpy ``Generator`` on CPU, cupy's on CUDA)."""
+    """The generator of ``dev`` (numpy ``Generator`` on CPU, cupy's on CUDA): the
+    :class:`Generator` an op was given (see :func:`drawing_from`), else the global one."""
+    own = _drawing_from.get()
+    if own is not None and own.device is dev:
+        return own._rng
     gen = _generators.get(dev)
     if gen is None:
         xp = dev.xp
@@ -91,3 +103,104 @@ def get_rng_state(dev: Device = cpu) -> dict:
 
 def set_rng_state(state: dict, dev: Device = cpu) -> None:
     generator(dev).bit_generator.state = state
+
+
+_DEFAULT_SEED = 67280421310721  # PyTorch's default seed of a new generator
+_drawing_from: contextvars.ContextVar = contextvars.ContextVar("hybridfw_generator",
+                                                               default=None)
+
+
+class Generator:
+    """A random number generator of one's own, as ``torch.Generator``: random functions given
+    ``generator=`` draw from it, not from the global generators :func:`manual_seed` seeds, so
+    its numbers depend only on its own seed. (They are not PyTorch's numbers, and
+    :meth:`get_state` is the numpy bit generator's state, a dict.)
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> g = hf.Generator().manual_seed(7)
+        >>> a = hf.rand(3, generator=g)
+        >>> g.manual_seed(7)
+        <hybridfw.Generator on cpu>
+        >>> bool((hf.rand(3, generator=g) == a).all())
+        True
+    """
+
+    def __init__(self, device="cpu"):
+        self.device = as_device(device)
+        self.manual_seed(_DEFAULT_SEED)
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Seed it (anything ``int()`` takes; negative seeds wrap to 64 bits); returns it."""
+        self._initial_seed = _as_seed(seed, "Generator.manual_seed")
+        self._rng = self.device.xp.random.default_rng(self._initial_seed)
+        return self
+
+    def seed(self) -> int:
+        """Seed it from the operating system's entropy; returns the seed."""
+        value = int(np.random.SeedSequence().entropy) % (1 << 64)
+        self.manual_seed(value)
+        return value
+
+    def initial_seed(self) -> int:
+        """The seed it was last seeded with."""
+        return self._initial_seed
+
+    def get_state(self) -> dict:
+        """A copy of its state, for :meth:`set_state` to return to."""
+        return copy.deepcopy(self._rng.bit_generator.state)
+
+    def set_state(self, new_state: dict) -> Generator:
+        """Return to a state :meth:`get_state` gave; returns it."""
+        if not isinstance(new_state, dict):
+            raise TypeError(f"Generator.set_state: expected a state from get_state() (a dict), "
+                            f"got {type(new_state).__name__}")
+        try:
+            self._rng.bit_generator.state = copy.deepcopy(new_state)
+        except (TypeError, ValueError, KeyError) as err:
+            raise ValueError(f"Generator.set_state: not a state of this generator: {err}") \
+                from None
+        return self
+
+    def __repr__(self) -> str:
+        return f"<hybridfw.Generator on {self.device}>"
+
+
+def _check_generator(gen, name: str) -> Generator:
+    if not isinstance(gen, Generator):
+        raise TypeError(f"{name}: generator must be an hf.Generator, got "
+                        f"{type(gen).__name__}")
+    return gen
+
+
+@contextlib.contextmanager
+def drawing_from(gen: Generator | None, dev: Device, name: str):
+    """Random ops on ``dev`` run in this block draw from ``gen`` (None: the global generator).
+    Only for ops that run at once (eager): a static program draws when it runs."""
+    if gen is None:
+        yield
+        return
+    if _check_generator(gen, name).device is not dev:
+        raise ValueError(f"{name}: generator is on {gen.device}, but the result is on {dev}")
+    token = _drawing_from.set(gen)
+    try:
+        yield
+    finally:
+        _drawing_from.reset(token)
+
+
+def numpy_generator(gen, name: str):
+    """The numpy generator behind ``gen`` for host-side draws (data shuffling): an
+    ``hf.Generator``'s own (on the CPU), a numpy ``Generator`` as it is, or (None) the global
+    CPU one."""
+    if gen is None:
+        return generator(cpu)
+    if isinstance(gen, np.random.Generator):
+        return gen
+    if not isinstance(gen, Generator):
+        raise TypeError(f"{name}: generator must be an hf.Generator or a numpy Generator, got "
+                        f"{type(gen).__name__}")
+    if gen.device is not cpu:
+        raise ValueError(f"{name}: generator must be on the CPU, got one on {gen.device}")
+    return gen._rng

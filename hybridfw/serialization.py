@@ -10,7 +10,10 @@ What can be saved: tensors (dtype, ``requires_grad`` and being an ``hf.nn.Parame
 gradients are not), numpy
 arrays (non-object dtypes), ``None``, bools, ints, floats (NaN and infinities included),
 strings, and dicts (str or int keys, ``OrderedDict`` kept as such), lists and tuples of those,
-nested freely. A tensor reached twice (tied weights) is stored once and loads as one tensor.
+nested freely. A tensor reached twice (tied weights) is stored once and loads as one tensor;
+distinct tensors sharing memory (a tensor and its views, tied weights in a state dict) share
+it again when loaded, as with ``torch.load``: what they cover of it is stored once (format
+version 2; a checkpoint without such tensors is written as version 1).
 
 Saving is atomic: the archive is written to a temporary file next to ``path``, flushed to disk,
 then renamed over ``path``, so an interrupted save never leaves a half-written checkpoint.
@@ -35,7 +38,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .backend import cpu
+from .backend import cpu, root_array
 from .backend import device as as_device
 from .dtypes import dtype_of_array
 from .dygraph import Tensor, from_numpy
@@ -43,7 +46,7 @@ from .dygraph import Tensor, from_numpy
 __all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "hybridfw.checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: no shared storages; both are read
 _MANIFEST = "manifest.json"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # a fixed timestamp: the same object gives the same bytes
 _NUMPY_KINDS = "biufc"  # bool, ints, floats, complex: what .npy stores without pickle
@@ -56,9 +59,11 @@ class _Encoder:
 
     def __init__(self):
         self.arrays: list = []     # (file name, Tensor or ndarray), written in this order
+        self.version = 1           # 2 once tensors share a storage file (older readers refuse)
         self._files: dict = {}     # id(tensor) -> file name, so a shared tensor is stored once
         self._keep: list = []      # the objects behind _files' ids stay alive while encoding
         self._active: set = set()  # ids of containers being encoded (cycle detection)
+        self._tensors: list = []   # (tensor, its manifest node), given files by finish()
 
     def encode(self, obj, where: str):
         if obj is None or isinstance(obj, (bool, str)):
@@ -81,9 +86,13 @@ class _Encoder:
                 return self._container(obj, where)
             finally:
                 self._active.discard(id(obj))
+        hint = ""
+        if callable(getattr(obj, "state_dict", None)):
+            hint = (f"; save its state instead ({type(obj).__name__}.state_dict()) and "
+                    "restore it with .load_state_dict(hf.load(path))")
         raise TypeError(f"hf.save: can't save {where} of type {type(obj).__name__}; checkpoints "
                         "hold tensors, numpy arrays, None, bool, int, float, str and dicts, "
-                        "lists and tuples of those")
+                        f"lists and tuples of those (objects are not pickled){hint}")
 
     def _container(self, obj, where: str):
         if isinstance(obj, dict):
@@ -109,12 +118,37 @@ class _Encoder:
         return name
 
     def _tensor(self, t: Tensor) -> dict:
-        node = {"type": "tensor", "file": self._add(t, "tensors"), "dtype": t.dtype.name,
+        node = {"type": "tensor", "file": None, "dtype": t.dtype.name,
                 "shape": list(t.shape), "requires_grad": bool(t.requires_grad),
                 "device": str(t.device)}
         if isinstance(t, _parameter_class()):
             node["parameter"] = True  # loaded back as an hf.nn.Parameter, as torch.load does
+        self._tensors.append((t, node))
         return node
+
+    def finish(self) -> None:
+        """Give each tensor node its file. Distinct tensors sharing one storage (a tensor and
+        its views, tied weights in a state dict) share one file, the part of their storage
+        they cover, and each records where in it it lies (``offset``, ``strides``, in
+        elements; ``view`` tells them apart), so that they share memory again when loaded,
+        as with ``torch.load``. Other tensors are stored alone, just their own elements."""
+        groups: dict = {}
+        for t, node in self._tensors:
+            groups.setdefault(id(t._storage), []).append((t, node))
+        for members in groups.values():
+            span = _shared_span(members)
+            if span is None:
+                for t, node in members:
+                    node["file"] = self._add(t, "tensors")
+                continue
+            part, layouts = span
+            name = self._add(part, "tensors")
+            views: dict = {}
+            for t, node in members:
+                offset, strides = layouts[id(t)]
+                node.update(file=name, offset=offset, strides=strides,
+                            view=views.setdefault(id(t), len(views)))
+            self.version = 2
 
     def _ndarray(self, arr: np.ndarray, where: str) -> dict:
         if arr.dtype.kind not in _NUMPY_KINDS:
@@ -124,9 +158,75 @@ class _Encoder:
                 "shape": list(arr.shape)}
 
 
+def _address(arr) -> int:
+    data = arr.data
+    return data.ptr if hasattr(data, "ptr") else arr.__array_interface__["data"][0]
+
+
+def _extent(shape, strides) -> tuple:
+    """The lowest and one past the highest element (relative to the first) a layout reaches."""
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + 1
+    return lo, hi
+
+
+def _overlaps(shape, strides) -> bool:
+    """Whether two elements of a strided layout share memory (an ``expand``-ed view does):
+    such views are not stored as views, so a view read back never has more elements than the
+    part of the file it covers."""
+    reach = 1  # one past the farthest element reached so far, dims taken by rising stride
+    for stride, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
+        if stride < reach:
+            return True
+        reach += (n - 1) * stride
+    return False
+
+
+def _shared_span(members: list):
+    """For tensors of one storage: ``(span, {id(tensor): (offset, strides)})`` when at least
+    two distinct tensors share it and all are strided views of its root array with its dtype
+    whose elements do not overlap (no ``expand``);
+    ``span`` is the 1-D part of the root they reach, offsets and strides count elements of it
+    (an empty tensor gets offset 0). Else None: each is then stored on its own."""
+    if len({id(t) for t, _ in members}) < 2:
+        return None
+    root = root_array(members[0][0]._data)
+    if not (root.flags.c_contiguous or root.flags.f_contiguous):
+        return None
+    flat = root.reshape(-1) if root.flags.c_contiguous else root.T.reshape(-1)
+    size, start = flat.dtype.itemsize, _address(flat)
+    layouts: dict = {}
+    for t, _ in members:
+        arr = t._data
+        if arr.dtype != flat.dtype or root_array(arr) is not root:
+            return None
+        offset, rest = divmod(_address(arr) - start, size)
+        if rest or any(s % size for s in arr.strides):
+            return None
+        strides = [s // size for s in arr.strides]
+        if arr.size and _overlaps(arr.shape, strides):
+            return None
+        layouts[id(t)] = (offset, strides, arr.size == 0)
+    reached = []
+    for t, _ in members:
+        offset, strides, empty = layouts[id(t)]
+        if not empty:
+            lo, hi = _extent(t.shape, strides)
+            reached.append((offset + lo, offset + hi))
+    lo = min((r[0] for r in reached), default=0)
+    hi = max((r[1] for r in reached), default=0)
+    return flat[lo:hi], {key: (0 if empty else offset - lo, strides)
+                         for key, (offset, strides, empty) in layouts.items()}
+
+
 class MissingDirectoryError(FileNotFoundError, RuntimeError):
     """``hf.save`` into a directory that does not exist: a FileNotFoundError, and the
     RuntimeError torch.save raises there."""
+
+
+def _int_list(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
+                                           for v in value)
 
 
 def _parameter_class():
@@ -137,6 +237,8 @@ def _parameter_class():
 def _host_array(obj) -> np.ndarray:
     if isinstance(obj, Tensor):
         obj = obj.detach().cpu().numpy()
+    elif not isinstance(obj, np.ndarray):  # the shared part of a CUDA tensors' storage
+        obj = obj.get()
     return obj
 
 
@@ -179,7 +281,8 @@ def save(obj, f=None, *, path=None) -> None:
     path = _file_argument("hf.save", f, path)
     encoder = _Encoder()
     root = encoder.encode(obj, "obj")
-    manifest = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root},
+    encoder.finish()
+    manifest = json.dumps({"format": FORMAT_NAME, "version": encoder.version, "root": root},
                           ensure_ascii=False, allow_nan=False).encode("utf-8")
     if hasattr(path, "write"):
         _write_archive(path, manifest, encoder.arrays)
@@ -300,7 +403,7 @@ class _Decoder:
             raise self.bad(f"{what} claims {info.file_size} bytes, more than the file can hold")
         return info
 
-    def _read(self, node: dict, where: str) -> np.ndarray:
+    def _read(self, node: dict, where: str, any_shape: bool = False) -> np.ndarray:
         name = node.get("file")
         if not isinstance(name, str):
             raise self.bad(f"missing array file name at {where}")
@@ -327,7 +430,7 @@ class _Decoder:
                 f.read(1)  # reading to the end makes zipfile check the CRC
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise self.bad(f"{what} is unreadable ({exc})") from None
-        if list(arr.shape) != node.get("shape"):
+        if not any_shape and list(arr.shape) != node.get("shape"):
             raise self.bad(f"{what} has shape {arr.shape}, the manifest says "
                            f"{node.get('shape')}")
         if not arr.dtype.isnative:
@@ -336,6 +439,10 @@ class _Decoder:
 
     def _tensor(self, node: dict, where: str) -> Tensor:
         name = node.get("file")
+        if "view" in node:
+            return self._view(node, where)
+        if not isinstance(name, str):
+            raise self.bad(f"missing array file name at {where}")
         if name in self._loaded:
             return self._loaded[name]
         arr = self._read(node, where)
@@ -357,8 +464,55 @@ class _Decoder:
         self._loaded[name] = t
         return t
 
+    def _view(self, node: dict, where: str) -> Tensor:
+        """A tensor stored as a view into a shared storage file (see ``_Encoder.finish``):
+        all views of one file share one storage, as they did when saved."""
+        name, view = node.get("file"), node.get("view")
+        shape, offset, strides = node.get("shape"), node.get("offset"), node.get("strides")
+        if not (isinstance(name, str) and _int_list(shape) and _int_list(strides)
+                and len(strides) == len(shape) and _int_list([offset, view])
+                and min(shape, default=0) >= 0):
+            raise self.bad(f"malformed view entry at {where}")
+        key = (name, view)
+        if key in self._loaded:
+            return self._loaded[key]
+        storage = self._loaded.get(name)
+        if storage is None:
+            flat = self._read({"file": name, "shape": None}, where, any_shape=True)
+            if flat.ndim != 1:
+                raise self.bad(f"shared storage file {name!r} for {where} is not 1-D")
+            storage = from_numpy(flat)
+            target = self._target_device(node.get("device"))
+            if target is not cpu:
+                storage = storage.to(target)
+            self._loaded[name] = storage
+        if not isinstance(storage, Tensor):
+            raise self.bad(f"file {name!r} for {where} is used both as an array and a tensor")
+        flat = storage._data
+        if math.prod(shape) == 0:
+            offset, strides = 0, [0] * len(shape)
+        elif _overlaps(shape, strides):
+            raise self.bad(f"view {where} has elements sharing memory (strides {strides})")
+        lo, hi = _extent(shape, strides)
+        if offset + lo < 0 or offset + hi > flat.size or not 0 <= offset <= flat.size:
+            raise self.bad(f"view {where} reaches outside its storage file {name!r}")
+        if dtype_of_array(flat).name != node.get("dtype"):
+            raise self.bad(f"tensor {where} has dtype {dtype_of_array(flat).name}, the "
+                           f"manifest says {node.get('dtype')}")
+        arr = storage.device.xp.lib.stride_tricks.as_strided(
+            flat[offset:], shape=tuple(shape), strides=tuple(s * flat.itemsize for s in strides))
+        t = Tensor._from_saved(arr, storage._storage, None)
+        if node.get("parameter") is True:
+            t = _parameter_class()(t, requires_grad=node.get("requires_grad") is True)
+        elif node.get("requires_grad") is True:
+            t.requires_grad_(True)
+        self._loaded[key] = t
+        return t
+
     def _array(self, node: dict, where: str) -> np.ndarray:
         name = node.get("file")
+        if not isinstance(name, str):
+            raise self.bad(f"missing array file name at {where}")
         if name in self._loaded:
             return self._loaded[name]
         arr = self._read(node, where)

@@ -170,3 +170,16 @@ def test_byte_char_short_and_is_signed():
         np.testing.assert_array_equal(getattr(x, method)().numpy(), getattr(t, method)().numpy())
     for d in FLOATS + INTS:
         assert getattr(hf, d).is_signed == getattr(torch, d).is_signed
+
+
+def test_a_numpy_scalar_alone_is_a_0d_tensor_eager_and_static():
+    """Beside a tensor a numpy scalar is the Python number it holds; alone (no tensor among the
+    operands) it is a 0-d tensor of its dtype, as before, eagerly and in a static program."""
+    y = hf.exp(np.float32(1.0))
+    assert y.dtype is hf.float32 and y.shape == ()
+    np.testing.assert_allclose(y.item(), np.exp(np.float32(1.0)), rtol=1e-6)
+    assert hf.isnan(np.float64(1.0)).item() is False
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        z = hf.isnan(np.float64(np.nan))
+    assert hf.static.Executor().run(prog, fetch_list=[z], return_numpy=True)[0].item() is True

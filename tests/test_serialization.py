@@ -345,3 +345,108 @@ def test_parameters_load_as_parameters(tmp_path):
     assert isinstance(out["frozen"], hf.nn.Parameter) and not out["frozen"].requires_grad
     assert type(out["plain"]) is hf.Tensor and not out["plain"].requires_grad
     assert out["p"].tolist() == [1.0, 2.0] and out["p"].is_leaf
+
+
+def test_views_of_one_storage_still_share_it_after_loading(tmp_path):
+    # as torch.load: tensors that shared memory when saved (a tensor and views of it) share it
+    # when loaded -- a write through one is seen by the others -- and it is stored once
+    base = hf.arange(12, dtype="float32").reshape(3, 4)
+    obj = {"base": base, "row": base[1], "t": base.t(), "cols": base[:, 1::2],
+           "again": base[1]}
+    path = tmp_path / "views.hf"
+    hf.save(obj, path)
+    with zipfile.ZipFile(path) as archive:
+        arrays = [n for n in archive.namelist() if n.endswith(".npy")]
+        assert len(arrays) == 1
+        assert np.lib.format.read_array(archive.open(arrays[0])).size == 12
+    before = hf.memory.allocated()
+    out = hf.load(path)
+    assert hf.memory.allocated() - before == 12 * 4  # one storage, counted once
+    same(obj, out)
+    assert out["t"].stride() == (1, 4) and out["row"] is not out["again"]
+    out["base"][1, 1] = 100.0
+    assert out["row"][1].item() == out["again"][1].item() == out["t"][1, 1].item() == 100.0
+    assert out["cols"][1, 0].item() == 100.0
+
+
+def test_views_of_a_larger_hidden_tensor_store_only_what_they_cover(tmp_path):
+    big = hf.arange(10000, dtype="float64")
+    obj = {"a": big[10:20], "b": big[15:30:5], "empty": big[5:5]}
+    path = tmp_path / "slices.hf"
+    hf.save(obj, path)
+    with zipfile.ZipFile(path) as archive:
+        arrays = [n for n in archive.namelist() if n.endswith(".npy")]
+        sizes = [np.lib.format.read_array(archive.open(n)).size for n in arrays]
+    assert sizes == [16]  # big[10:26], the span of the two non-empty views
+    out = hf.load(path)
+    same(obj, out)
+    out["a"][5] = -1.0
+    assert out["b"][0].item() == -1.0
+
+
+def test_tied_weights_in_a_state_dict_are_stored_once(tmp_path):
+    emb = hf.nn.Embedding(50, 8)
+    head = hf.nn.Linear(8, 50, bias=False)
+    head.weight = emb.weight
+    model = hf.nn.Sequential(emb, head)
+    path = tmp_path / "tied.hf"
+    hf.save(model.state_dict(), path)
+    out = hf.load(path)
+    assert list(out) == ["0.weight", "1.weight"]
+    out["0.weight"][0, 0] = 7.0
+    assert out["1.weight"][0, 0].item() == 7.0
+    with zipfile.ZipFile(path) as archive:
+        assert len([n for n in archive.namelist() if n.endswith(".npy")]) == 1
+
+
+def _npy(arr) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("view, match", [
+    ({"offset": 3, "strides": [1]}, "reaches outside"),     # elements 3..5 of 4
+    ({"offset": 0, "strides": [2]}, "reaches outside"),     # elements 0, 2, 4 of 4
+    ({"offset": 3, "strides": [-2]}, "reaches outside"),    # elements 3, 1, -1
+    ({"offset": 0, "strides": [1, 1]}, "malformed view"),   # strides for 2 dims, shape 1
+    ({"offset": "0", "strides": [1]}, "malformed view"),
+])
+def test_forged_views_are_refused(tmp_path, view, match):
+    node = {"type": "tensor", "file": "s.npy", "dtype": "float32", "shape": [3], "view": 0,
+            **view}
+    path = tmp_path / "forged"
+    _zip_with_manifest(path, {"format": "hybridfw.checkpoint", "version": 2, "root": node},
+                       (("s.npy", _npy(np.zeros(4, np.float32))),))
+    with pytest.raises(ValueError, match=match):
+        hf.load(path)
+
+
+def test_saving_a_whole_module_or_optimizer_says_to_save_its_state_dict(tmp_path):
+    # torch.save(model, path) pickles the object; hf.save can't, and now says what to do
+    model = hf.nn.Linear(2, 2)
+    opt = hf.optim.SGD(model.parameters(), lr=0.1)
+    for obj, where in ((model, "obj"), ({"model": model, "opt": opt}, "obj['model']"),
+                       ({"opt": opt}, "obj['opt']")):
+        with pytest.raises(TypeError) as info:
+            hf.save(obj, tmp_path / "whole")
+        assert f"can't save {where} of type" in str(info.value)
+        assert ".state_dict()" in str(info.value)
+    assert not (tmp_path / "whole").exists()
+
+
+def test_an_expanded_view_is_stored_as_its_values_and_overlapping_views_are_refused(tmp_path):
+    # elements of an expanded view share memory: stored as a view it would let a file claim far
+    # more elements than it holds, so it is written out in full (as before views were kept)
+    x = hf.arange(3, dtype="float32")
+    path = tmp_path / "expanded.hf"
+    hf.save({"x": x, "wide": x.expand(4, 3)}, path)
+    out = hf.load(path)
+    assert out["wide"].tolist() == [[0.0, 1.0, 2.0]] * 4
+    node = {"type": "tensor", "file": "s.npy", "dtype": "float32", "shape": [10**6, 10**6],
+            "view": 0, "offset": 0, "strides": [0, 1]}
+    forged = tmp_path / "bomb"
+    _zip_with_manifest(forged, {"format": "hybridfw.checkpoint", "version": 2, "root": node},
+                       (("s.npy", _npy(np.zeros(10**6, np.float32))),))
+    with pytest.raises(ValueError, match="sharing memory"):
+        hf.load(forged)

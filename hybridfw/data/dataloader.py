@@ -21,7 +21,8 @@ class DataLoader:
     """Batches of ``dataset``'s samples, merged by ``collate_fn`` (default: PyTorch's rules).
 
     ``shuffle=True`` draws a new order each epoch from hybridfw's generator (so
-    ``hf.manual_seed`` makes it reproducible), or from ``generator`` (a numpy ``Generator``).
+    ``hf.manual_seed`` makes it reproducible), or from ``generator`` (an ``hf.Generator`` or a
+    numpy ``Generator``).
     A ``TensorDataset`` with the default collation is batched by indexing each tensor once per
     batch instead of stacking samples one by one. An ``IterableDataset`` takes no sampler
     (nor ``shuffle``): its samples are batched as they come.

@@ -7,7 +7,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..dygraph import Tensor
-from ..random import generator as default_generator
+from ..random import numpy_generator
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
            "random_split"]
@@ -153,7 +153,8 @@ class Subset(Dataset):
 
 def random_split(dataset, lengths: Sequence, generator=None) -> list[Subset]:
     """Split ``dataset`` at random into non-overlapping subsets of the given lengths (ints
-    summing to ``len(dataset)``, or fractions summing to 1), drawn from hybridfw's generator.
+    summing to ``len(dataset)``, or fractions summing to 1), drawn from hybridfw's generator
+    (or ``generator``, an ``hf.Generator``).
 
     Example::
 
@@ -170,7 +171,7 @@ def random_split(dataset, lengths: Sequence, generator=None) -> list[Subset]:
             sum(lengths) != n:
         raise ValueError(f"random_split: lengths must be non-negative ints summing to the "
                          f"dataset's length {n} (or fractions summing to 1), got {lengths}")
-    gen = generator if generator is not None else default_generator()
+    gen = numpy_generator(generator, "random_split")
     order = gen.permutation(n).tolist()
     out, start = [], 0
     for length in lengths:

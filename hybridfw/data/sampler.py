@@ -5,7 +5,7 @@ from collections.abc import Iterable, Iterator, Sized
 
 import numpy as np
 
-from ..random import generator as default_generator
+from ..random import numpy_generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -34,9 +34,9 @@ class SequentialSampler(Sampler):
 class RandomSampler(Sampler):
     """A random permutation of the indices (or ``num_samples`` draws with ``replacement``).
 
-    Numbers come from ``generator`` (a numpy ``Generator``), by default hybridfw's CPU
-    generator, so ``hf.manual_seed(n)`` makes the order reproducible. Each iteration (epoch)
-    draws a new order.
+    Numbers come from ``generator`` (an ``hf.Generator`` or a numpy ``Generator``), by default
+    hybridfw's CPU generator, so ``hf.manual_seed(n)`` makes the order reproducible. Each
+    iteration (epoch) draws a new order.
     """
 
     def __init__(self, data_source: Sized, replacement: bool = False,
@@ -56,7 +56,7 @@ class RandomSampler(Sampler):
 
     def indices(self):
         """This epoch's indices as a numpy int64 array."""
-        gen = self.generator if self.generator is not None else default_generator()
+        gen = numpy_generator(self.generator, type(self).__name__)
         n = len(self.data_source)
         count = self.num_samples
         if n == 0 and count > 0:
@@ -91,7 +91,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator:
-        gen = self.generator if self.generator is not None else default_generator()
+        gen = numpy_generator(self.generator, type(self).__name__)
         indices = self.indices
         return iter([indices[i] for i in gen.permutation(len(indices)).tolist()])
 
@@ -139,7 +139,7 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        gen = self.generator if self.generator is not None else default_generator()
+        gen = numpy_generator(self.generator, type(self).__name__)
         drawn = gen.choice(len(self.weights), size=self.num_samples, replace=self.replacement,
                            p=self._probabilities)
         return iter(drawn.tolist())

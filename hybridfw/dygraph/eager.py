@@ -12,6 +12,7 @@ import numpy as np
 
 from ..backend import Storage, default_device, is_writeable, root_array, storage_for
 from ..backend import device as as_device
+from ..dtypes import DType
 from ..ops.registry import TensorLike, TensorMeta, set_interpreter
 from .autograd import GradMode, Node
 from .tensor import Tensor, tensor
@@ -24,11 +25,13 @@ _array_types = (np.ndarray, np.generic)
 
 
 def _convert_args(args, dev):
-    """Lists and numpy arrays become tensors; numpy scalars the Python numbers they hold, as
-    PyTorch reads them (``int32_tensor * np.float64(0.5)`` is float32, not float64)."""
+    """Lists and numpy arrays become tensors; numpy scalars beside a tensor the Python numbers
+    they hold, as PyTorch reads them (``int32_tensor * np.float64(0.5)`` is float32, not
+    float64); with no tensor beside them, 0-d tensors (``hf.exp(np.float32(1))``)."""
+    number = any(isinstance(a, Tensor) for a in args)
     return tuple(a if isinstance(a, Tensor) or a.__class__ in _scalar_types
-                 else a.item() if isinstance(a, np.generic) else tensor(a, device=dev)
-                 for a in args)
+                 else a.item() if number and isinstance(a, np.generic) else
+                 tensor(a, device=dev) for a in args)
 
 
 def _save_set(op, n):
@@ -116,6 +119,10 @@ class EagerInterpreter:
                     raise static from None
                 raise
             return self.apply(op, converted, attrs)
+        if dtype.__class__ is not DType:  # a numpy operand passed the duck-typed inference
+            converted = _convert_args(args, None)
+            if any(x is not y for x, y in zip(converted, args)):
+                return self.apply(op, converted, attrs)
         arrays = []
         dev = None
         needs_grad = False

@@ -494,7 +494,41 @@ def _array_of_data(data, dtype):
                                                 _numpy_scalar_dtype(kind, data))
             dt = kind if dt is None else promote_types(dt, kind)
         dt = dt or get_default_dtype()  # tensor([]) is float32
-    return np.asarray(data, dtype=dt.np), dt
+    try:
+        return np.asarray(data, dtype=dt.np), dt
+    except ValueError:
+        problem = _ragged_problem(data)
+        if problem is None:
+            raise
+        raise ValueError(f"tensor: {problem}") from None
+
+
+def _ragged_problem(data):
+    """Where nested lists stop being rectangular, as PyTorch says it ("expected sequence of
+    length 2 at dim 1 (got 1)"); None if they are. Only walked after numpy refused them."""
+    sequence = (list, tuple, np.ndarray)
+    shape = []
+    first = data
+    while isinstance(first, sequence):
+        shape.append(len(first))
+        first = first[0] if len(first) else None
+
+    def check(seq, dim):
+        if dim == len(shape):
+            if isinstance(seq, sequence):
+                return f"expected a number at dim {dim}, got a sequence of length {len(seq)}"
+            return None
+        if not isinstance(seq, sequence):
+            return f"expected sequence of length {shape[dim]} at dim {dim} (got a number)"
+        if len(seq) != shape[dim]:
+            return f"expected sequence of length {shape[dim]} at dim {dim} (got {len(seq)})"
+        for item in seq:
+            problem = check(item, dim + 1)
+            if problem is not None:
+                return problem
+        return None
+
+    return check(data, 0)
 
 
 _PY_DTYPES = {bool: bool_, int: int64}

@@ -1,6 +1,8 @@
 """``InputSpec``: the shape and dtype a converted function's tensor argument will have."""
 from __future__ import annotations
 
+import numbers
+
 from ..dtypes import as_dtype
 
 __all__ = ["InputSpec"]
@@ -19,13 +21,16 @@ class InputSpec:
     __slots__ = ("dtype", "name", "shape")
 
     def __init__(self, shape, dtype="float32", name: str | None = None):
-        try:
-            dims = tuple(-1 if s is None else int(s) for s in shape)
-        except TypeError:
+        sizes = None if isinstance(shape, str) or not hasattr(shape, "__iter__") else \
+            tuple(shape)
+        if sizes is None or any(s is not None and (isinstance(s, bool) or
+                                                   not isinstance(s, numbers.Integral))
+                                for s in sizes):
             raise TypeError(f"InputSpec: shape must be a sequence of ints or None, got "
-                            f"{shape!r}") from None
+                            f"{shape!r}")
+        dims = tuple(-1 if s is None else int(s) for s in sizes)
         if any(s < -1 for s in dims):
-            raise ValueError(f"InputSpec: invalid dim in shape {tuple(shape)}")
+            raise ValueError(f"InputSpec: invalid dim in shape {sizes}")
         self.shape = dims
         self.dtype = as_dtype(dtype)
         self.name = name

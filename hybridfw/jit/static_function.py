@@ -648,6 +648,17 @@ class StaticFunction:
                     f"to_static({self.__qualname__}): argument {where} is a numpy array where "
                     f"the InputSpecs expect a tensor; pass a tensor (hf.from_numpy(a) or "
                     f"hf.tensor(a))")
+        # a Python number in the place of a top-level InputSpec (positional arguments match
+        # the specs one to one there) would become a constant of the program
+        specs = self.input_spec or []
+        for k, value in enumerate(args[:len(specs)]):
+            if isinstance(specs[k], InputSpec) and isinstance(value, (int, float)) and \
+                    not isinstance(value, bool):
+                raise TypeError(
+                    f"to_static({self.__qualname__}): argument {found[k][0]} is a Python "
+                    f"{type(value).__name__} ({value!r}) where InputSpec {k} expects a tensor; "
+                    f"pass a tensor (hf.tensor({value!r})), or leave the argument out of "
+                    f"input_spec to make it a Python value of the program")
 
     def _spec_error(self, i, t, spec, args, kwargs) -> ValueError:
         """The error for tensor input ``i`` violating its InputSpec: it names the argument

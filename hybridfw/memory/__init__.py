@@ -14,6 +14,14 @@ Example::
     >>> del x
     >>> hf.memory.allocated() - before
     0
+
+Storage is freed when its last reference goes, without ``gc.collect()``: autograd keeps no
+reference cycles, and backward releases the tensors its nodes saved. What still holds a
+reference is ordinary Python: the loop variable of ``for x, y in loader`` keeps the last batch
+after the loop, and an exception kept after its ``except`` block (``except E as e: err = e``,
+or ``sys.last_value`` in an interactive session) keeps the local variables of every frame in
+its traceback, so the activations of a forward that raised stay counted until it is dropped
+(Python clears ``e`` itself at the end of the block).
 """
 from __future__ import annotations
 

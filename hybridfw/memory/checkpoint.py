@@ -324,7 +324,9 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, use_reentra
     passed as arguments (pass a parameter as one to ask for its gradient that way). Every
     floating-point tensor result made by the call requires grad while grad is enabled (which
     of them depend on a parameter is only known when backward recomputes them); one that turns
-    out not to gets no gradient.
+    out not to gets no gradient. A function that changes an argument requiring grad in place
+    (a checkpointed segment starting with ``nn.ReLU(inplace=True)``) is refused when called,
+    where PyTorch raises at backward.
 
     Under ``hf.no_grad()``, and while a static program is being built (``hf.jit.to_static``
     traces through it; static programs use the recompute pass), it just calls ``fn``.
@@ -352,13 +354,31 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, use_reentra
     tensors = [v for v in leaves if isinstance(v, Tensor)]
     devices = _rng_devices(tensors)
     rng_states = [get_rng_state(d) for d in devices] if preserve_rng_state else None
+    diff_versions = [(i, v, v._storage.version) for i, v in enumerate(leaves)
+                     if isinstance(v, Tensor) and v._rg]
     with no_grad():
         result = fn(*args, **kwargs)
+    _refuse_inplace_on_grad_inputs(diff_versions)
     flat: list = []
     _flatten(result, flat)
     state = _CheckpointState(fn, structure, leaves, devices, rng_states)
     _attach(state, flat, tensors)
     return result
+
+
+def _refuse_inplace_on_grad_inputs(diff_versions) -> None:
+    """An argument that requires grad must come out of the call unchanged: backward recomputes
+    from it, and its gradient must pass through what the call did to it (PyTorch raises at
+    backward). Handed back changed in place, it would keep its old history, and the gradient
+    would skip the change."""
+    for i, t, version in diff_versions:
+        if t._storage.version != version:
+            raise RuntimeError(
+                f"checkpoint: the function modified its argument {i} (shape {t.shape}) in place; "
+                "backward recomputes the function from its arguments, so the gradient through "
+                "that change would be lost. Make the first in-place layer of a checkpointed "
+                "segment out of place (nn.ReLU(inplace=False)), or clone() the argument before "
+                "changing it")
 
 
 def _run_segment(functions, x):

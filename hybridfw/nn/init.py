@@ -2,7 +2,7 @@
 
 Each one fills its tensor in place without recording a graph, drawing from hybridfw's random ops
 (seeded by ``hf.manual_seed``), and returns the tensor. The random ones take PyTorch's
-``generator=None``; hybridfw has no generator objects, so passing one raises ``TypeError``.
+``generator=``: an ``hf.Generator`` to draw from instead.
 
 Example::
 
@@ -21,6 +21,7 @@ from ..dygraph.autograd import no_grad
 from ..dygraph.tensor import Tensor, tensor as as_tensor
 from ..ops.factories import rand, randn
 from ..ops.registry import TensorLike
+from ..random import Generator
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -85,16 +86,17 @@ def _check(name: str, tensor, generator=None) -> None:
                 f"hf.nn.init.{name}(layer.weight)), or compute a new value in the program")
         raise TypeError(f"{name}: expected a hybridfw Tensor (a parameter or eager tensor), got "
                         f"{type(tensor).__name__}")
-    if generator is not None:
-        raise TypeError(f"{name}: generator={generator!r} is not supported: hybridfw has no "
-                        "generator objects; pass generator=None and seed with hf.manual_seed")
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"{name}: generator must be an hf.Generator or None, got "
+                        f"{type(generator).__name__}")
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with samples of U(a, b)."""
     _check("uniform_", tensor, generator)
     with no_grad():
-        u = rand(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
+        u = rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
+                 device=tensor.device)
         return tensor.copy_(u * (b - a) + a)
 
 
@@ -102,7 +104,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
     """Fill with samples of N(mean, std^2)."""
     _check("normal_", tensor, generator)
     with no_grad():
-        n = randn(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
+        n = randn(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
+                  device=tensor.device)
         return tensor.copy_(n * std + mean)
 
 
@@ -118,7 +121,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     with no_grad():
         # Uniform in [cdf(a), cdf(b)], mapped through the normal quantile (there is no erfinv
         # op, so the quantile is a rational approximation built from elementwise ops).
-        p = rand(*tensor.shape, dtype=_draw_dtype(tensor), device=tensor.device)
+        p = rand(*tensor.shape, generator=generator, dtype=_draw_dtype(tensor),
+                 device=tensor.device)
         z = _probit(p * (hi - lo) + lo)
         return tensor.copy_((z * std + mean).clamp(a, b))
 
@@ -168,14 +172,14 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
     _check("xavier_uniform_", tensor, generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     _check("xavier_normal_", tensor, generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
@@ -186,7 +190,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
@@ -196,7 +200,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
@@ -221,7 +225,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     cols = tensor.numel() // rows
     xp = tensor.device.xp
     with no_grad():
-        draws = randn(rows, cols, dtype=_draw_dtype(tensor), device=tensor.device)
+        draws = randn(rows, cols, generator=generator, dtype=_draw_dtype(tensor),
+                      device=tensor.device)
         matrix = draws._data.T if rows < cols else draws._data
         if matrix.dtype.itemsize < 4:  # the BLAS/LAPACK QR needs float32 at least
             matrix = matrix.astype(xp.float32)

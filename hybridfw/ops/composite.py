@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import operator
 import warnings
 from collections import namedtuple
 
@@ -216,10 +217,23 @@ def _reshape(op: str, x, shape: tuple):
         if plain is not None:
             return apply(S.reshape, x, shape=plain)
         return apply(S.reshape_dynamic, x, *dynamic[1], shape=dynamic[0])
-    shape = tuple(int(s) for s in shape)
+    try:
+        shape = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        bad = next(s for s in shape if not _is_index(s))
+        raise TypeError(f"{op}: sizes must be ints, but found element of type "
+                        f"{type(bad).__name__} ({bad!r}) in {shape!r}") from None
     if op != "reshape":  # refused under the name the user called (reshape's own infer checks)
         S.resolve_shape(op, x.shape, shape)
     return apply(S.reshape, x, shape=shape)
+
+
+def _is_index(value) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
 
 
 def permute(input, *order, dims=None):  # noqa: A002

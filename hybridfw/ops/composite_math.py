@@ -12,7 +12,7 @@ from . import composite as C
 from . import creation as K
 from . import elementwise as E
 from . import indexing as I
-from .factories import _creation, _like
+from .factories import _creation, _like, drawing
 from .infer import normalize_dim
 from .registry import TensorLike, apply
 
@@ -283,35 +283,37 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
 
 def bernoulli(input, p=None, *, generator=None):  # noqa: A002
     """0/1 draws, 1 with probability ``input`` (or the float ``p``), of ``input``'s dtype and
-    shape, from the generator ``hf.manual_seed`` seeds."""
-    if generator is not None:
-        raise ValueError("bernoulli: generator is not supported; seed with hf.manual_seed")
+    shape, from the generator ``hf.manual_seed`` seeds (or ``generator``, an
+    ``hf.Generator``)."""
     if not input.dtype.is_floating_point:
         raise TypeError(f"bernoulli: expects a floating point tensor, got dtype {input.dtype}")
     if p is not None:
         input = apply(E.where, apply(E.isnan, input), p, apply(E.mul, input, 0) + p)
-    return apply(K.bernoulli, input)
+    with drawing(generator, input.device, "bernoulli"):
+        return apply(K.bernoulli, input)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None):
     """Normal draws with ``mean`` and ``std`` (tensors broadcast together, or numbers with
-    ``size``), as ``torch.normal``; seeded by ``hf.manual_seed``.
+    ``size``), as ``torch.normal``; seeded by ``hf.manual_seed`` (or from ``generator``, an
+    ``hf.Generator``).
 
     >>> hf.normal(hf.zeros(3), 1.0).shape
     (3,)
     """
-    if generator is not None:
-        raise ValueError("normal: generator is not supported; seed with hf.manual_seed")
     tensors = [t for t in (mean, std) if isinstance(t, TensorLike)]
     if not tensors:
         if size is None:
             raise TypeError("normal: with a float mean and std, give size")
         from .factories import normal as _numbers  # noqa: PLC0415
-        return _numbers(mean, std, size, dtype=dtype, device=device)
+        with drawing(generator, device, "normal"):
+            return _numbers(mean, std, size, dtype=dtype, device=device)
     if isinstance(std, (int, float)) and std < 0:
         raise ValueError(f"normal: std must be >= 0, got {std}")
     like = tensors[0] if len(tensors) == 1 else mean + std
     if not like.dtype.is_floating_point:
         raise TypeError(f"normal: expects floating point mean/std, got dtype {like.dtype}")
     shape, dt, dev = _like(like, None, None)
-    return mean + std * _creation(K.normal, like, shape, mean=0.0, std=1.0, dtype=dt, device=dev)
+    with drawing(generator, dev, "normal"):
+        draw = _creation(K.normal, like, shape, mean=0.0, std=1.0, dtype=dt, device=dev)
+    return mean + std * draw

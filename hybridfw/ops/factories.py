@@ -5,6 +5,7 @@ They go through the registry like every op, so inside a static program they beco
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 
 import numpy as np
@@ -12,8 +13,9 @@ import numpy as np
 from ..backend import default_device
 from ..backend import device as as_device
 from ..dtypes import as_dtype, bool_, float64, get_default_dtype, int64
+from ..random import drawing_from
 from . import creation as K
-from .registry import TensorLike, apply
+from .registry import TensorLike, apply, current_interpreter
 from .shape_ops import size_entries
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
@@ -55,6 +57,22 @@ def _dev(device) -> str:
 
 def _dt(dtype, default=None):
     return as_dtype(dtype) if dtype is not None else (default or get_default_dtype())
+
+
+_GLOBAL_GENERATORS = contextlib.nullcontext()  # (reusable: no generator of one's own)
+
+
+def drawing(generator, device, name: str):
+    """A block whose random ops on ``device`` draw from ``generator`` (an ``hf.Generator``;
+    None: the global one). Eager code only: a static program draws when it runs, from the
+    global generators."""
+    if generator is None:
+        return _GLOBAL_GENERATORS
+    if getattr(current_interpreter(), "name", "eager") != "eager":
+        raise ValueError(f"{name}: generator= works in eager code only; a static program "
+                         f"(to_static) draws from the generators hf.manual_seed seeds")
+    return drawing_from(generator, as_device(device) if device is not None else
+                        default_device(), name)
 
 
 def _grad(t, requires_grad):
@@ -202,22 +220,32 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
-    return _grad(apply(K.eye, n=int(n), m=int(n if m is None else m), dtype=_dt(dtype),
-                       device=_dev(device)), requires_grad)
+    n, m = _shape("eye", (n, n if m is None else m))
+    if hasattr(n, "dim_source") or hasattr(m, "dim_source"):  # sizes known when it runs
+        rows = arange(n, device=device).unsqueeze(1)
+        return _grad((rows == arange(m, device=device)).astype(_dt(dtype)), requires_grad)
+    return _grad(apply(K.eye, n=n, m=m, dtype=_dt(dtype), device=_dev(device)), requires_grad)
 
 
-def rand(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
-    """Uniform samples in [0, 1), from the generator ``hf.manual_seed`` seeds."""
+def rand(*shape, size=None, generator=None, dtype=None, device=None,
+         requires_grad: bool = False):
+    """Uniform samples in [0, 1), from the generator ``hf.manual_seed`` seeds (or
+    ``generator``, an ``hf.Generator``)."""
     shape = _fixed_shape("rand", _shape("rand", shape, size))
-    return _grad(apply(K.uniform, shape=shape, low=0.0,
-                       high=1.0, dtype=_dt(dtype), device=_dev(device)), requires_grad)
+    with drawing(generator, device, "rand"):
+        out = apply(K.uniform, shape=shape, low=0.0, high=1.0, dtype=_dt(dtype),
+                    device=_dev(device))
+    return _grad(out, requires_grad)
 
 
-def randn(*shape, size=None, dtype=None, device=None, requires_grad: bool = False):
-    """Standard normal samples."""
+def randn(*shape, size=None, generator=None, dtype=None, device=None,
+          requires_grad: bool = False):
+    """Standard normal samples (from ``generator`` when given)."""
     shape = _fixed_shape("randn", _shape("randn", shape, size))
-    return _grad(apply(K.normal, shape=shape, mean=0.0,
-                       std=1.0, dtype=_dt(dtype), device=_dev(device)), requires_grad)
+    with drawing(generator, device, "randn"):
+        out = apply(K.normal, shape=shape, mean=0.0, std=1.0, dtype=_dt(dtype),
+                    device=_dev(device))
+    return _grad(out, requires_grad)
 
 
 def uniform(size, low: float = 0.0, high: float = 1.0, *, dtype=None, device=None):
@@ -230,33 +258,40 @@ def normal(mean: float, std: float, size, *, dtype=None, device=None):
                  dtype=_dt(dtype), device=_dev(device))
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device=None):
-    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None):
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high) (from
+    ``generator`` when given)."""
     if size is None:
         if high is None or not isinstance(high, (tuple, list)):
             raise TypeError("randint: expected randint(low, high, size) or randint(high, size)")
         low, high, size = 0, low, high
     dt = as_dtype(dtype) if dtype is not None else int64
     integral = dt if dt.category == int64.category else int64
-    draw = apply(K.randint, low=int(low), high=int(high), shape=_shape("randint", (size,)),
-                 dtype=integral, device=_dev(device))
-    return draw if integral is dt else draw.astype(dt)  # PyTorch draws floats/bools too
+    with drawing(generator, device, "randint"):
+        draw = apply(K.randint, low=int(low), high=int(high),
+                     shape=_shape("randint", (size,)), dtype=integral, device=_dev(device))
+    # (PyTorch draws floats/bools too)
+    return draw if integral is dt else draw.astype(dt)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
+def rand_like(input, *, generator=None, dtype=None, device=None,  # noqa: A002
+              requires_grad: bool = False):
     """Uniform samples in [0, 1) of ``input``'s shape (in a static program, its run-time
     shape)."""
     shape, dt, dev = _like(input, dtype, device)
-    return _grad(_creation(K.uniform, input, shape, low=0.0, high=1.0, dtype=dt, device=dev),
-                 requires_grad)
+    with drawing(generator, dev, "rand_like"):
+        out = _creation(K.uniform, input, shape, low=0.0, high=1.0, dtype=dt, device=dev)
+    return _grad(out, requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad: bool = False):  # noqa: A002
+def randn_like(input, *, generator=None, dtype=None, device=None,  # noqa: A002
+               requires_grad: bool = False):
     """Standard normal samples of ``input``'s shape (in a static program, its run-time
     shape)."""
     shape, dt, dev = _like(input, dtype, device)
-    return _grad(_creation(K.normal, input, shape, mean=0.0, std=1.0, dtype=dt, device=dev),
-                 requires_grad)
+    with drawing(generator, dev, "randn_like"):
+        out = _creation(K.normal, input, shape, mean=0.0, std=1.0, dtype=dt, device=dev)
+    return _grad(out, requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None,  # noqa: A002

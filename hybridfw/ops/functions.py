@@ -28,7 +28,7 @@ from ..dtypes import result_type as _result_type
 from .registry import apply
 from .search import (bincount, bucketize, cummax, cummin, isin, kthvalue, searchsorted,
                      unique)
-from .sorting import argsort, median, msort, randperm, sort, topk
+from .sorting import argsort, median, msort, nanquantile, quantile, randperm, sort, topk
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
            "clip", "cumprod", "cumsum", "einsum", "flatten", "gather", "index_select", "logsumexp",
@@ -51,10 +51,10 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
            "repeat_interleave", "atan2", "arctan2", "divide", "true_divide",
            "scatter", "scatter_add", "median", "var_mean", "std_mean", "result_type",
-           "promote_types", "cdist", "cosine_similarity", "pairwise_distance",
-           "addmm", "aminmax", "argwhere", "baddbmm", "index_add", "logit", "rot90",
-           "tril_indices", "triu_indices", "xlogy", "bincount", "bucketize", "cummax", "cummin",
-           "isin", "kthvalue", "searchsorted", "unique", "addbmm", "addmv", "addr",
+           "promote_types", "quantile", "nanquantile", "cdist", "cosine_similarity",
+           "pairwise_distance", "addmm", "aminmax", "argwhere", "baddbmm", "index_add", "logit",
+           "rot90", "tril_indices", "triu_indices", "xlogy", "bincount", "bucketize", "cummax",
+           "cummin", "isin", "kthvalue", "searchsorted", "unique", "addbmm", "addmv", "addr",
            "take_along_dim", "tensor_split", "tensordot"]
 
 clip = clamp

@@ -22,6 +22,7 @@ from . import linalg as L
 from . import reduction as R
 from . import search as F
 from . import sorting as O
+from .factories import drawing
 from .infer import normalize_dim
 from .registry import TensorLike, _get_current, apply, apply_inplace
 
@@ -588,6 +589,12 @@ class TensorMethods(TensorLike):
     def median(self, dim=None, keepdim=False):
         return O.median(self, dim, keepdim)
 
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return O.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return O.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
         return O.topk(self, k, dim, largest, sorted)
 
@@ -991,8 +998,9 @@ class TensorMethods(TensorLike):
         return self.clamp_(max=max)
 
     def uniform_(self, *args, generator=None, **bounds):
-        """In place: samples of U(from, to) (default U(0, 1)), seeded by ``hf.manual_seed``;
-        called ``uniform_(0.0, 1.0)`` or ``uniform_(**{'from': 0.0, 'to': 1.0})``."""
+        """In place: samples of U(from, to) (default U(0, 1)), seeded by ``hf.manual_seed``
+        (or from ``generator``, an ``hf.Generator``); called ``uniform_(0.0, 1.0)`` or
+        ``uniform_(**{'from': 0.0, 'to': 1.0})``."""
         names = ("from", "to")
         if len(args) > 2 or set(bounds) - set(names):
             raise TypeError(f"uniform_: takes (from=0, to=1), got {args} and {bounds}")
@@ -1002,7 +1010,8 @@ class TensorMethods(TensorLike):
                                   high=float(high))
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
-        """In place: samples of N(mean, std**2), seeded by ``hf.manual_seed``."""
+        """In place: samples of N(mean, std**2), seeded by ``hf.manual_seed`` (or from
+        ``generator``)."""
         if std < 0:
             raise ValueError(f"normal_: std must be >= 0, got {std}")
         return self._random_fill_("normal_", generator, K.normal, mean=float(mean),
@@ -1022,14 +1031,13 @@ class TensorMethods(TensorLike):
         return self._become_view("t_", self.t())
 
     def _random_fill_(self, name, generator, op, **params):
-        if generator is not None:
-            raise ValueError(f"{name}: generator is not supported; seed with hf.manual_seed")
         if not self.dtype.is_floating_point:
             raise TypeError(f"{name}: expects a floating point tensor, got dtype {self.dtype}")
         shape = tuple(self.shape)
-        draw = apply(op, self, dtype=self.dtype, device=str(self.device), **params) \
-            if -1 in shape else apply(op, shape=shape, dtype=self.dtype,
-                                      device=str(self.device), **params)
+        with drawing(generator, self.device, name):
+            draw = apply(op, self, dtype=self.dtype, device=str(self.device), **params) \
+                if -1 in shape else apply(op, shape=shape, dtype=self.dtype,
+                                          device=str(self.device), **params)
         return apply_inplace(I.index_put, self, self, draw, spec=(("ellipsis",),))
 
     def copy_(self, src):

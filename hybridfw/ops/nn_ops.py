@@ -365,6 +365,10 @@ def _ignore_divide(xp):
 def _bce_kernel(xp, x, y):
     if not bool(((x >= 0) & (x <= 1)).all()):
         raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1")
+    if not bool(((y >= 0) & (y <= 1)).all()):
+        raise ValueError("binary_cross_entropy: all elements of target should be between 0 and "
+                         "1 (probabilities; for logits or other labels see "
+                         "binary_cross_entropy_with_logits / cross_entropy)")
     # PyTorch clamps each log at -100, so x = 0 or 1 gives a finite loss
     with _ignore_divide(xp):
         log_x, log_1mx = xp.log(x), xp.log1p(-x)

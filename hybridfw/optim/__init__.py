@@ -1,4 +1,4 @@
-"""``hf.optim``: optimizers (SGD, Adam, AdamW, NAdam, RAdam, Adagrad, RMSprop) and
+"""``hf.optim``: optimizers (SGD, Adam, AdamW, NAdam, RAdam, Adagrad, Adadelta, RMSprop) and
 ``hf.optim.lr_scheduler``.
 
 They follow ``torch.optim``: same constructor arguments, update formulas, parameter groups and
@@ -18,6 +18,7 @@ Example::
     ...     sched.step()
 """
 from . import lr_scheduler
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .nadam import NAdam
@@ -27,5 +28,5 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 from .zero import ZeroRedundancyOptimizer
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adagrad", "RMSprop",
-           "lr_scheduler", "ZeroRedundancyOptimizer"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "NAdam", "RAdam", "Adagrad", "Adadelta",
+           "RMSprop", "lr_scheduler", "ZeroRedundancyOptimizer"]

@@ -14,6 +14,7 @@ value. Several updates of one tensor in one block make one ``assign_param``, of 
 from __future__ import annotations
 
 import contextlib
+import numbers
 
 import numpy as np
 
@@ -72,11 +73,13 @@ class StaticInterpreter:
             return self.program.value_of(value)
         if value.__class__ in _SCALARS:
             return value
-        if isinstance(value, np.generic):  # the Python number it holds, as eager code reads it
-            return value.item()
         return self.program.constant(value)
 
     def apply(self, op, args, attrs):
+        if any(isinstance(a, np.generic) for a in args) and \
+                any(isinstance(a, (Variable, TensorLike)) for a in args):
+            # a numpy scalar beside a tensor: the Python number it holds, as eager reads it
+            args = tuple(a.item() if isinstance(a, np.generic) else a for a in args)
         operands = tuple(self._operand(a) for a in args)
         block = self.program.current_block()
         guarded, stale = self.program.maybe_undefined, self.program.stale
@@ -268,6 +271,14 @@ def data(name: str, shape, dtype="float32") -> Variable:
     program = current_program()
     if program is None:
         raise RuntimeError("hf.static.data must be called inside hf.static.program_guard(...)")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"data: name must be a non-empty string (the key to feed the input "
+                        f"by), got {name!r}")
+    if not isinstance(shape, (list, tuple)) or any(
+            s is not None and (isinstance(s, bool) or not isinstance(s, numbers.Integral))
+            for s in shape):
+        raise TypeError(f"data {name!r}: shape must be a list or tuple of ints (None or -1 "
+                        f"for a dim known only at run time), got {shape!r}")
     shape = tuple(-1 if s is None else int(s) for s in shape)
     for s in shape:
         if s < -1:

@@ -216,7 +216,8 @@ def _build_branch(program: Program, outer: Block, fn, label: str):
 def cond(pred, true_fn: Callable | None, false_fn: Callable | None):
     """``true_fn()`` if ``pred`` else ``false_fn()``, in eager and static code alike.
 
-    Eager (``pred`` a Python bool or an eager tensor): plain Python. Static (``pred`` a bool
+    Eager (``pred`` a Python value, or an eager bool tensor with one element as in a program):
+    plain Python. Static (``pred`` a bool
     Variable with one element): both functions are built into sub-blocks of one ``cond``
     operator and the branch is chosen when the program runs. The branches must return the same
     structure (a tensor, or nested tuples/lists/dicts of them, or None) with equal dtypes and
@@ -235,6 +236,8 @@ def cond(pred, true_fn: Callable | None, false_fn: Callable | None):
         [2.0, 2.0]
     """
     if not isinstance(pred, Variable):
+        if isinstance(pred, TensorLike):  # what a program would refuse is refused eagerly too
+            _check_flag("cond", "pred", pred)
         return _call_branch(true_fn, "true_fn") if bool(pred) else \
             _call_branch(false_fn, "false_fn")
     program = pred.block.program
@@ -300,16 +303,39 @@ def _same_container(loop_vars, values):
 
 
 def _eager_while(cond_fn, body_fn, loop_vars):
+    """The loop in Python, refusing what a program would refuse: a predicate that is not one
+    bool, a body changing the structure of the loop variables or a tensor's dtype."""
     values = list(loop_vars)
-    while bool(cond_fn(*values)):
-        values = _loop_values(body_fn(*values), len(values))
-    return _same_container(loop_vars, values)
+    while True:
+        flag = cond_fn(*values)
+        if isinstance(flag, TensorLike):
+            _check_flag("while_loop", "cond_fn's result", flag)
+        if not bool(flag):
+            return _same_container(loop_vars, values)
+        new = _loop_values(body_fn(*values), len(values))
+        _check_same_loop_values(values, new)
+        values = new
+
+
+def _check_same_loop_values(old: list, new: list) -> None:
+    old_leaves, paths, new_leaves = [], [], []
+    structure, got = _flatten(old, old_leaves, paths), _flatten(new, new_leaves, [])
+    if got != structure:
+        raise ValueError(f"while_loop: body_fn must return the structure of loop_vars, "
+                         f"{_describe(structure)}, got {_describe(got)}")
+    for a, b, path in zip(old_leaves, new_leaves, paths):
+        if isinstance(a, TensorLike) and isinstance(b, TensorLike) and a.dtype is not b.dtype:
+            raise TypeError(f"while_loop: loop variable{path} has dtype {a.dtype} but body_fn "
+                            f"returns {b.dtype} for it; a loop variable keeps its dtype (cast "
+                            f"with .astype('{a.dtype.name}'))")
 
 
 def while_loop(cond_fn: Callable, body_fn: Callable, loop_vars):
     """``while cond_fn(*vars): vars = body_fn(*vars)``, in eager and static code alike.
 
-    Eager (no loop variable is a static Variable and no program is being built): a Python loop.
+    Eager (no loop variable is a static Variable and no program is being built): a Python loop
+    that refuses what a program would (a tensor ``cond_fn`` result that is not one bool, a body
+    changing the loop variables' structure or a tensor's dtype).
     Static: one ``while`` operator whose sub-blocks hold ``cond_fn`` (returning a bool tensor
     with one element) and ``body_fn`` (returning new values for every loop variable); the trip
     count is decided when the program runs. Each loop variable keeps its dtype; a dim that the

@@ -661,6 +661,8 @@ class Executor:
         elif not isinstance(feed, dict):
             raise TypeError(f"Executor.run: feed must be a dict of input name -> array or "
                             f"Tensor, got {type(feed).__name__}")
+        elif not all(k.__class__ is str for k in feed):  # the inputs' Variables as keys
+            feed = _feed_by_name(program, feed)
         fetch_names = _fetch_names(program, fetch_list)
         xp = (self.device or program.device).xp
         try:
@@ -763,8 +765,8 @@ class Executor:
 
     def run(self, program: Program, feed: dict | None = None, fetch_list=None,
             return_numpy: bool = False):
-        """Run ``program`` on ``feed`` (input name -> Tensor or array) and return the values of
-        ``fetch_list`` (Variables or names)."""
+        """Run ``program`` on ``feed`` (input name or its Variable -> Tensor or array) and
+        return the values of ``fetch_list`` (Variables or names)."""
         compiled, arrays = self._lookup(program, feed, fetch_list)
         try:
             results = compiled(arrays)
@@ -848,6 +850,30 @@ def operator_error(exc: Exception, block_idx: int, index: int, op) -> Exception:
             exc.add_note(message.split("\n", 1)[1])
         return exc
     return error.with_traceback(exc.__traceback__)
+
+
+def _feed_by_name(program: Program, feed: dict) -> dict:
+    """``feed`` keyed by input names, where it has the inputs' Variables (``hf.static.data``'s
+    results) as keys too: each of ``program`` (a Variable of another program refused, as a
+    fetch target is), no input given twice."""
+    out = {}
+    for key, value in feed.items():
+        if isinstance(key, Variable):
+            block = key._block()
+            if block is not None and block.program.lineage != program.lineage:
+                raise ValueError(f"Executor.run: feed key {key!r} is a variable of another "
+                                 "program than the one being run")
+            name = key.name
+        elif isinstance(key, str):
+            name = key
+        else:
+            raise TypeError(f"Executor.run: feed keys are input names or their Variables, got "
+                            f"{type(key).__name__}")
+        if name in out:
+            raise ValueError(f"Executor.run: input {name!r} is fed twice (by name and by its "
+                             "Variable)")
+        out[name] = value
+    return out
 
 
 def _fetch_names(program: Program, fetch_list) -> tuple:

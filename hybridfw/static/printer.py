@@ -60,30 +60,46 @@ def format_program(program) -> str:
     return "\n".join(lines)
 
 
+def _dot_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def program_to_dot(program) -> str:
-    """Graphviz ``digraph`` source: a box per operator, an edge per variable it reads."""
-    lines = ["digraph program {", "  rankdir=TB;", '  node [fontname="monospace"];']
+    """Graphviz ``digraph`` source: a box per operator, an edge per variable it reads, and each
+    sub-block (branches, loop bodies) as a dashed cluster that its operator points into."""
+    values = []  # the ellipses of values no operator produces (inputs, parameters, block args)
+    body = []
     producer = {}
     counter = [0]
 
-    def visit(block, prefix):
+    def visit(block, indent) -> str | None:
+        first = None
         for op in block.ops:
             node = f"op{counter[0]}"
             counter[0] += 1
-            label = f"{op.type}\\n" + ", ".join(op.outputs)
-            lines.append(f'  {node} [shape=box, label="{label}"];')
+            first = first or node
+            label = "\\n".join((_dot_string(op.type), _dot_string(", ".join(op.outputs))))
+            body.append(f'{indent}{node} [shape=box, label="{label}"];')
             for name in op.input_names():
                 src = producer.get(name)
                 if src is None:
-                    src = f'"{name}"'
-                    lines.append(f'  {src} [shape=ellipse];')
-                    producer[name] = src
-                lines.append(f"  {src} -> {node};")
+                    src = producer[name] = f'"{_dot_string(name)}"'
+                    values.append(f"  {src} [shape=ellipse];")
+                body.append(f"{indent}{src} -> {node};")
             for name in op.outputs:
                 producer[name] = node
             for sub in op.blocks:
-                visit(sub, prefix + "  ")
+                cluster = f"cluster_{sub.idx}"
+                body.append(f"{indent}subgraph {cluster} {{")
+                body.append(f'{indent}  label="{_dot_string(op.type)}: block {sub.idx}"; '
+                            "style=dashed;")
+                head = visit(sub, indent + "  ")
+                body.append(f"{indent}}}")
+                if head is not None:
+                    body.append(f"{indent}{node} -> {head} [style=dashed, lhead={cluster}];")
+        return first
 
-    visit(program.global_block(), "")
-    lines.append("}")
+    visit(program.global_block(), "  ")
+    lines = ["digraph program {", "  rankdir=TB;", "  compound=true;",
+             '  node [fontname="monospace"];', *values, *body, "}"]
     return "\n".join(lines)

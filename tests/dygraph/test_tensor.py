@@ -912,3 +912,17 @@ def test_legacy_constructor_takes_sizes():
     torch = pytest.importorskip("torch")
     for args in [(2, 3), (3,), ([3],), ((2, 3),), ()]:
         assert tuple(torch.Tensor(*args).shape) == hf.Tensor(*args).shape
+
+
+@pytest.mark.parametrize("data, where", [
+    ([[1, 2], [3]], "expected sequence of length 2 at dim 1 (got 1)"),
+    ([[[1, 2], [3, 4]], [[1, 2], [3]]], "expected sequence of length 2 at dim 2 (got 1)"),
+    ([[1.0, 2.0], 3.0], "expected sequence of length 2 at dim 1 (got a number)"),
+    ([1, [2, 3]], "expected a number at dim 1, got a sequence of length 2"),
+])
+def test_ragged_nested_lists_name_where_they_stop_being_rectangular(data, where):
+    # torch.tensor([[1, 2], [3]]): "expected sequence of length 2 at dim 1 (got 1)"; numpy's
+    # "inhomogeneous shape" message named neither the op nor the place
+    with pytest.raises(ValueError) as info:
+        hf.tensor(data)
+    assert str(info.value) == f"tensor: {where}"

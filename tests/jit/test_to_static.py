@@ -2432,6 +2432,21 @@ def test_a_numpy_array_where_an_input_spec_expects_a_tensor_is_refused_naming_it
     np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 2.0))
 
 
+def test_a_python_number_where_an_input_spec_expects_a_tensor_is_refused_naming_it():
+    """``f(x, 3.0)`` with an InputSpec for ``y`` made 3.0 a constant of the program; a None
+    (an optional tensor left out) and an argument beyond the specs stay Python values."""
+    def f(x, y=None, scale=1.0):
+        return x * scale if y is None else (x + y) * scale
+
+    g = hf.jit.to_static(f, input_spec=[hf.jit.InputSpec([None, 3]), hf.jit.InputSpec([3])])
+    with pytest.raises(TypeError, match=r"argument 'y' is a Python float \(3.0\) where "
+                                        r"InputSpec 1 expects a tensor"):
+        g(hf.ones(5, 3), 3.0)
+    np.testing.assert_array_equal(g(hf.ones(2, 3), None, 2.0).numpy(), np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(g(hf.ones(2, 3), hf.ones(3), 2.0).numpy(),
+                                  np.full((2, 3), 4.0))
+
+
 def test_programs_traced_under_another_default_dtype_are_not_shared():
     # the default dtype decides dtypes while tracing: int_tensor * 1.5 and hf.ones(2)
     f = hf.jit.to_static(lambda x: x * 1.5 + hf.ones(2))
@@ -2463,3 +2478,33 @@ def test_fstring_of_a_zero_d_value_prints_its_number_as_eager(capsys):
     assert eager == "s=3.0 n=2 tensor(3.)\n"
     hf.jit.to_static(_zero_d_in_fstring)(x)
     assert capsys.readouterr().out == eager
+
+
+@pytest.mark.parametrize("shape", ["abc", [2.5], [None, "a"], [True], 3])
+def test_input_spec_refuses_a_shape_that_is_not_ints_or_none(shape):
+    # [2.5] became (2,) and [True] (1,); 'abc' failed inside int() with a message naming
+    # neither InputSpec nor the shape
+    with pytest.raises(TypeError, match="InputSpec: shape must be a sequence of ints or None"):
+        hf.jit.InputSpec(shape)
+
+
+def test_input_spec_takes_numpy_ints_and_tensor_shapes():
+    assert hf.jit.InputSpec([None, np.int64(3), -1]).shape == (-1, 3, -1)
+    assert hf.jit.InputSpec.from_tensor(hf.zeros(2, 5)).shape == (2, 5)
+
+
+def test_eye_of_sizes_known_only_when_the_program_runs():
+    # hf.eye(x.shape[0], x.shape[1]) under InputSpec None dims was refused ("sizes must be
+    # non-negative ints, got shape (Variable(...), ...)"); zeros/ones/arange take such sizes
+    def add_eye(x):
+        return x + hf.eye(x.shape[0], x.shape[1])
+
+    def square(x):
+        return hf.eye(x.shape[0], dtype="float64") * 2
+
+    f = hf.jit.to_static(add_eye, input_spec=[hf.jit.InputSpec([None, None])])
+    for shape in ((2, 3), (3, 2), (1, 1)):
+        np.testing.assert_array_equal(f(hf.zeros(*shape)).numpy(), np.eye(*shape))
+    g = hf.jit.to_static(square, input_spec=[hf.jit.InputSpec([None])])
+    out = g(hf.zeros(3))
+    assert out.dtype is hf.float64 and out.tolist() == (2 * np.eye(3)).tolist()

@@ -461,3 +461,41 @@ def test_pytorch_checkpoint_options_are_taken_not_passed_on(use_reentrant):
         mem.checkpoint(model, x, use_reentrant="yes")
     with pytest.raises(ValueError, match="determinism_check"):
         mem.checkpoint_sequential(model, 2, x, determinism_check="strict")
+
+
+def inplace_relu_mlp():
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(inplace=True), nn.Linear(32, 32),
+                         nn.ReLU(inplace=True), nn.Linear(32, 4))
+
+
+@pytest.mark.parametrize("segments", [4, 5])
+def test_a_segment_starting_with_an_inplace_relu_on_a_grad_input_is_refused(segments):
+    # segments [Linear, ReLU_], [Linear], [ReLU_], [Linear]: the third got the second's output
+    # and handed it back relu'd in place but with the second's history (no ReLU mask in it),
+    # so x.grad silently differed from the plain run's (PyTorch raises at backward)
+    hf.manual_seed(0)
+    model = inplace_relu_mlp()
+    x = hf.randn(8, 16, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"checkpoint: the function modified its argument 0 "
+                                           r"\(shape \(8, 32\)\) in place"):
+        mem.checkpoint_sequential(model, segments, x)
+
+
+def test_a_function_modifying_a_grad_input_in_place_is_refused():
+    w = hf.randn(3, 3, requires_grad=True)
+    h = hf.randn(2, 3, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="modified its argument 0"):
+        mem.checkpoint(lambda a: a.mul_(2) @ w, h)
+
+
+@pytest.mark.parametrize("segments", [1, 2])
+def test_inplace_relus_inside_segments_still_match_the_plain_step(segments):
+    # an in-place layer that is not first in its segment changes only values made inside it,
+    # and one on an input that needs no gradient is replayed on the value it left
+    plain = one_step(inplace_relu_mlp, lambda m, x: m(x))
+    ckpt = one_step(inplace_relu_mlp, lambda m, x: mem.checkpoint_sequential(m, segments, x))
+    assert_same_step(plain, ckpt)
+    no_grad_x = one_step(inplace_relu_mlp, lambda m, x: mem.checkpoint_sequential(
+        [nn.ReLU(inplace=True), m], 2, x.detach() * 1))
+    plain_no_grad_x = one_step(inplace_relu_mlp, lambda m, x: m((x.detach() * 1).relu()))
+    assert_same_step(plain_no_grad_x, no_grad_x)

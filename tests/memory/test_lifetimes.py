@@ -395,3 +395,21 @@ def test_create_graph_grad_leaves_no_cycle():
     x.grad = None
     assert wg() is None
     assert mem.allocated() == base
+
+
+def test_activations_of_a_forward_that_raised_live_as_long_as_its_exception():
+    model = hf.nn.Sequential(hf.nn.Linear(100, 100), hf.nn.ReLU(), hf.nn.Linear(50, 2))
+    before = mem.allocated()
+    try:
+        model(hf.randn(64, 100))
+    except ValueError:
+        pass
+    assert mem.allocated() == before  # Python dropped the traceback at the end of the block
+    kept = None
+    try:
+        model(hf.randn(64, 100))
+    except ValueError as e:
+        kept = e
+    assert mem.allocated() - before >= 2 * 64 * 100 * 4  # the input and first activation
+    del kept
+    assert mem.allocated() == before

@@ -1276,3 +1276,88 @@ def test_functional_is_a_package_of_small_modules_reexporting_every_old_name():
     from hybridfw.nn.functional.losses import cross_entropy as cross_entropy_def
     assert relu is relu_def is F.relu and cross_entropy is cross_entropy_def
     assert F._single("Conv1d", "stride", (2,)) == 2
+
+
+def test_a_bias_of_another_dtype_or_shape_is_refused_by_linear_and_convolutions():
+    # it was added with type promotion (a float64 bias made the float32 layer's output float64)
+    # or failed inside 'add'; PyTorch refuses both
+    x, w = hf.randn(2, 3), hf.randn(4, 3)
+    _raises(TypeError, lambda: F.linear(x, w, hf.randn(4, dtype="float64")), "linear", "bias",
+            "float32", "float64")
+    _raises(ValueError, lambda: F.linear(x, w, hf.randn(5)), "linear", "bias", "(5,)",
+            "(2, 4)")
+    _raises(ValueError, lambda: F.linear(x, w, hf.randn(3, 2, 4)), "linear", "bias")
+    assert F.linear(x, w, hf.randn(1)).shape == (2, 4)    # broadcast as torch's addmm does
+    assert F.linear(x, w, hf.randn(2, 4)).shape == (2, 4)
+    image = hf.randn(1, 3, 5, 5)
+    _raises(TypeError, lambda: F.conv2d(image, hf.randn(2, 3, 3, 3), hf.randn(2).double()),
+            "conv2d", "bias", "float64")
+    _raises(TypeError, lambda: F.conv_transpose2d(image, hf.randn(3, 2, 3, 3),
+                                                  hf.randn(2).double()),
+            "conv_transpose2d", "bias", "float64")
+
+
+@pytest.mark.parametrize("bad", [2.0, -0.5])
+def test_binary_cross_entropy_refuses_a_target_outside_0_1(bad):
+    # PyTorch: "all elements of target should be between 0 and 1"; it gave a finite loss
+    target = hf.tensor([0.0, 1.0, bad, 0.25])
+    _raises(ValueError, lambda: F.binary_cross_entropy(hf.full((4,), 0.5), target),
+            "binary_cross_entropy", "target", "between 0 and 1")
+    assert F.binary_cross_entropy(hf.full((4,), 0.5), hf.tensor([0.0, 1.0, 0.5, 0.25])).item() \
+        == pytest.approx(np.log(2.0))
+
+
+@pytest.mark.parametrize("fn", [F.binary_cross_entropy, F.binary_cross_entropy_with_logits])
+def test_binary_losses_check_their_weights_against_the_input(fn):
+    # a weight that broadcast the loss to a bigger shape was taken (PyTorch refuses it), one
+    # that did not broadcast failed inside 'mul', and a float64 weight made the loss float64
+    # (PyTorch computes in the input's dtype)
+    x, y = hf.rand(4, 3) * 0.8 + 0.1, hf.rand(4, 3)
+    _raises(ValueError, lambda: fn(x, y, weight=hf.ones(2, 4, 3)), fn.__name__, "weight",
+            "(2, 4, 3)", "(4, 3)")
+    _raises(ValueError, lambda: fn(x, y, weight=hf.ones(4)), fn.__name__, "weight", "(4,)")
+    loss = fn(x, y, weight=hf.full((4, 1), 2.0, dtype="float64"), reduction="none")
+    assert loss.dtype is hf.float32
+    np.testing.assert_allclose(loss.numpy(), 2 * fn(x, y, reduction="none").numpy(), rtol=1e-6)
+
+
+def test_pos_weight_must_broadcast_to_the_input():
+    x, y = hf.randn(4, 3), hf.rand(4, 3)
+    _raises(ValueError, lambda: F.binary_cross_entropy_with_logits(x, y, pos_weight=hf.ones(4)),
+            "binary_cross_entropy_with_logits", "pos_weight", "(4,)", "(4, 3)")
+
+
+def test_a_numpy_array_or_list_given_to_a_layer_is_named_as_not_a_tensor():
+    # PyTorch: "linear(): argument 'input' must be Tensor, not numpy.ndarray"; here Linear said
+    # "must have the same dtype, got float32 and hybridfw.float32", a list raised AttributeError
+    # and cross_entropy's numpy target AttributeError: 'Int64DType' ... 'is_floating_point'
+    a = np.ones((2, 3), np.float32)
+    for call, name in ((lambda: hf.nn.Linear(3, 2)(a), "linear"),
+                       (lambda: F.linear([[1.0, 2.0, 3.0]], hf.ones(2, 3)), "linear"),
+                       (lambda: hf.nn.Linear(3, 2)([[1.0, 2.0, 3.0]]), "linear"),
+                       (lambda: hf.nn.Conv2d(1, 1, 3)(np.ones((1, 1, 5, 5), np.float32)),
+                        "conv2d"),
+                       (lambda: F.cross_entropy(hf.randn(2, 3), np.array([0, 1])),
+                        "cross_entropy"),
+                       (lambda: F.nll_loss(np.zeros((2, 3), np.float32), hf.tensor([0, 1])),
+                        "nll_loss"),
+                       (lambda: hf.nn.LSTM(3, 2)(a[None]), "LSTM"),
+                       (lambda: hf.nn.BatchNorm1d(3)(a), "batch_norm"),
+                       (lambda: hf.nn.LayerNorm(3)(a), "layer_norm"),
+                       (lambda: hf.nn.Flatten()(a), "Flatten"),
+                       (lambda: hf.nn.MultiheadAttention(3, 1)(a[None], a[None], a[None]),
+                        "MultiheadAttention")):
+        with pytest.raises(TypeError) as info:
+            call()
+        text = str(info.value)
+        assert text.startswith(f"{name}: ") and "must be a tensor, got" in text, text
+        assert "hf.tensor" in text
+
+
+def test_elementwise_ops_take_a_numpy_array_as_hf_exp_does():
+    # F.relu(array) crashed with AttributeError: 'Float32DType' object has no attribute 'np'
+    a = np.array([[-1.0, 2.0]], np.float32)
+    out = F.relu(a)
+    assert isinstance(out, hf.Tensor) and out.dtype is hf.float32
+    np.testing.assert_array_equal(out.numpy(), [[0.0, 2.0]])
+    np.testing.assert_array_equal(hf.sigmoid(np.zeros(2)).numpy(), [0.5, 0.5])

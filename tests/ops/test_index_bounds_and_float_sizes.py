@@ -90,3 +90,25 @@ def test_index_select_in_range_unchanged_eager_and_static():
     np.testing.assert_array_equal(f(x, i).numpy(), x.index_select(1, i).numpy())
     with pytest.raises(IndexError, match="out of bounds"):
         f(x, hf.tensor([-1, 0, 0]))
+
+
+@pytest.mark.parametrize("op", ["reshape", "view"])
+@pytest.mark.parametrize("sizes", [(2.5, -1), ((2, 1.5),), (6 / 2, 2)])
+def test_reshape_and_view_refuse_float_sizes(op, sizes):
+    # reshape(2.5, -1) of 6 elements gave shape (2, 3), and view(n / 2, ...) (a float from /)
+    # passed where PyTorch raises TypeError
+    x = hf.ones(6)
+    with pytest.raises(TypeError, match=rf"{op}: sizes must be ints, but found element of "
+                                        r"type float"):
+        getattr(x, op)(*sizes)
+    assert getattr(x, op)(np.int64(2), hf.tensor(3)).shape == (2, 3)
+
+
+def test_eye_refuses_float_sizes():
+    # eye(2.5) gave a 2 x 2 matrix (PyTorch: TypeError)
+    with pytest.raises(TypeError, match=r"eye: argument 'size' must be tuple of ints, but found "
+                                        r"element of type float \(2.5\)"):
+        hf.eye(2.5)
+    with pytest.raises(TypeError, match="eye"):
+        hf.eye(2, 3.0)
+    assert hf.eye(np.int64(2), hf.tensor(3)).shape == (2, 3)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hybridfw as hf
-from hybridfw.optim import SGD, Adagrad, Adam, AdamW, NAdam, RAdam, RMSprop
+from hybridfw.optim import SGD, Adadelta, Adagrad, Adam, AdamW, NAdam, RAdam, RMSprop
 from hybridfw.optim.lr_scheduler import CosineAnnealingLR, StepLR
 
 STEPS = 6
@@ -177,6 +177,11 @@ ADAGRAD_CASES = [
     {"lr": 0.1, "lr_decay": 0.05, "eps": 1e-6},
     {"lr": 0.05, "initial_accumulator_value": 0.5, "weight_decay": 0.1},
     {"lr": 0.05, "weight_decay": 0.1, "maximize": True},
+]
+ADADELTA_CASES = [
+    {},
+    {"lr": 0.5, "rho": 0.7, "eps": 1e-4},
+    {"weight_decay": 0.1, "maximize": True},
 ]
 NADAM_CASES = [
     {"lr": 0.05},
@@ -391,7 +396,7 @@ def test_validation_errors(make, exc, match):
 
 DUPLICATE_CASES = [(SGD, {"lr": 0.1}), (SGD, {"lr": 0.1, "momentum": 0.9}), (Adam, {"lr": 0.1}),
                    (AdamW, {"lr": 0.1}), (RMSprop, {"lr": 0.1}), (Adagrad, {"lr": 0.1}),
-                   (NAdam, {"lr": 0.1}), (RAdam, {"lr": 0.1})]
+                   (NAdam, {"lr": 0.1}), (RAdam, {"lr": 0.1}), (Adadelta, {"lr": 0.1})]
 
 
 @pytest.mark.parametrize("cls, options", DUPLICATE_CASES,
@@ -445,6 +450,7 @@ STATE_DICT_CASES = variants(
     (Adagrad, [{"lr": 0.05, "lr_decay": 0.01, "initial_accumulator_value": 0.1}]),
     (NAdam, [{"lr": 0.05, "weight_decay": 0.01}]),
     (RAdam, [{"lr": 0.05, "betas": (0.8, 0.9)}]),
+    (Adadelta, [{"lr": 0.5, "rho": 0.8, "weight_decay": 0.01}]),
 )
 
 
@@ -531,7 +537,8 @@ def no_gc():
 
 ALL_VARIANTS = variants((SGD, SGD_CASES), (Adam, ADAM_CASES), (AdamW, ADAMW_CASES),
                         (RMSprop, RMSPROP_CASES), (Adagrad, ADAGRAD_CASES),
-                        (NAdam, NADAM_CASES), (RAdam, RADAM_CASES))
+                        (NAdam, NADAM_CASES), (RAdam, RADAM_CASES),
+                        (Adadelta, ADADELTA_CASES))
 
 
 @pytest.mark.parametrize("cls, kw", ALL_VARIANTS)
@@ -731,6 +738,8 @@ TORCH_GROUP_KEYS = {  # sorted(torch.optim.X([...]).param_groups[0]) in torch 2.
             "foreach", "lr", "maximize", "momentum_decay", "weight_decay"],
     RAdam: ["betas", "capturable", "decoupled_weight_decay", "differentiable", "eps",
             "foreach", "lr", "maximize", "weight_decay"],
+    Adadelta: ["capturable", "differentiable", "eps", "foreach", "lr", "maximize", "rho",
+               "weight_decay"],
 }
 IMPLEMENTATION_KW = {
     SGD: {"foreach": True, "fused": False, "differentiable": False},
@@ -740,10 +749,11 @@ IMPLEMENTATION_KW = {
     Adagrad: {"foreach": True, "fused": False, "differentiable": False},
     NAdam: {"foreach": False, "capturable": True, "differentiable": False},
     RAdam: {"foreach": True, "capturable": False, "differentiable": False},
+    Adadelta: {"foreach": True, "capturable": True, "differentiable": False},
 }
 
 
-@pytest.mark.parametrize("cls", [SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam],
+@pytest.mark.parametrize("cls", [SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adadelta],
                          ids=lambda c: c.__name__)
 def test_torch_implementation_keywords_are_accepted_and_change_nothing(cls):
     p0, c, d = problem(9)

@@ -159,3 +159,29 @@ def test_a_programs_value_used_outside_program_guard_is_named():
                                             r"static program, used while no program is being "
                                             r"built; use it inside hf.static.program_guard"):
             use()
+
+
+@pytest.mark.parametrize("shape", [3, [2, "a"], [2.5], (True, 2), "23"])
+def test_data_refuses_a_shape_that_is_not_a_list_of_ints(shape):
+    # [2.5] used to become (2,), 3 and [2, 'a'] failed inside int() or iter() unnamed
+    with hf.static.program_guard(hf.static.Program()):
+        with pytest.raises(TypeError, match=r"data 'x': shape must be a list or tuple of ints"):
+            hf.static.data("x", shape)
+
+
+def test_data_takes_numpy_ints_and_none_or_minus_one_for_dynamic_dims():
+    with hf.static.program_guard(hf.static.Program()):
+        x = hf.static.data("x", (None, np.int64(3), -1))
+    assert x.shape == (-1, 3, -1)
+
+
+@pytest.mark.parametrize("name", ["", None, 3])
+def test_data_refuses_a_name_that_is_not_a_non_empty_string(name):
+    # '' and None made a variable with a generated name but listed the given one as the
+    # input, so printing the program raised KeyError and no feed could reach it
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        with pytest.raises(TypeError, match="data: name must be a non-empty string"):
+            hf.static.data(name, [2])
+        hf.static.data("x", [2])
+    assert prog.feeds == ["x"] and "input x" in str(prog)

@@ -221,3 +221,34 @@ def test_while_loop_refuses_a_condition_fixed_while_building():
             with hf.static.program_guard(prog):
                 x = hf.static.data("x", [2, 3])
                 hf.static.nn.while_loop(fixed, lambda x: x * 2, [x])
+
+
+# ---- eager checks that match the static ones ----------------------------------------------------
+def test_eager_cond_and_while_refuse_predicates_a_program_would_refuse():
+    # code written eagerly ran with a float or many-element tensor predicate and only failed
+    # once built into a program; Python predicates stay Python
+    x = hf.tensor([1.0, -2.0])
+    with pytest.raises(TypeError, match="cond: pred must be a bool tensor with one element, "
+                                        r"got shape \(\) and dtype hybridfw.float32"):
+        S.nn.cond(x.sum(), lambda: x, lambda: -x)
+    with pytest.raises(TypeError, match=r"cond: pred must be a bool tensor .* shape \(2,\)"):
+        S.nn.cond(x > 0, lambda: x, lambda: -x)
+    with pytest.raises(TypeError, match="while_loop: cond_fn's result must be a bool tensor"):
+        S.nn.while_loop(lambda i: i, lambda i: [i - 1], [hf.tensor(3)])
+    assert S.nn.cond(1, lambda: "yes", lambda: "no") == "yes"
+    assert S.nn.cond(hf.tensor([True]), lambda: "yes", lambda: "no") == "yes"
+    assert S.nn.while_loop(lambda i: i < 3, lambda i: [i + 1], [0]) == [3]
+
+
+def test_eager_while_loop_keeps_each_variables_dtype_and_structure_as_a_program_does():
+    with pytest.raises(TypeError, match=r"while_loop: loop variable\[1\] has dtype "
+                                        r"hybridfw.float32 but body_fn returns hybridfw.float64"):
+        S.nn.while_loop(lambda i, s: i < 3, lambda i, s: [i + 1, s.double()],
+                        [hf.tensor(0), hf.ones(2)])
+    with pytest.raises(ValueError, match="while_loop: body_fn must return the structure of "
+                                         "loop_vars"):
+        S.nn.while_loop(lambda i, p: i < 3, lambda i, p: [i + 1, p[0]],
+                        [hf.tensor(0), (hf.ones(2), hf.ones(2))])
+    i, s = S.nn.while_loop(lambda i, s: i < 3, lambda i, s: [i + 1, hf.cat([s, s])],
+                           [hf.tensor(0), hf.ones(1)])  # a size may change, as in a program
+    assert s.shape == (8,)

@@ -573,3 +573,27 @@ def test_to_static_forward_and_backward_share_the_arena():
     assert {id(p.program) for p in plans} == {id(entry.program), id(entry.backward_program)}
     assert len({id(p.arena) for p in plans}) == 1
     assert plans[0].arena.nbytes == max(p.memory.arena_bytes for p in plans)
+
+
+def test_feed_takes_the_inputs_variables_as_keys():
+    """``feed={x: array}`` with ``x`` what ``static.data`` returned: it reported "missing feed
+    for input(s) ['x']"; a Variable of another program, an input fed twice or another key
+    type are refused by name."""
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data("x", [2, 3])
+        w = hf.static.data("w", [3])
+        y = x * w + 1.0
+    exe = hf.static.Executor()
+    xs, ws = np.arange(6, dtype=np.float32).reshape(2, 3), np.float32([1, 2, 3])
+    got = exe.run(prog, feed={x: xs, "w": ws}, fetch_list=[y], return_numpy=True)[0]
+    np.testing.assert_array_equal(got, xs * ws + 1)
+    other = hf.static.Program()
+    with hf.static.program_guard(other):
+        x2 = hf.static.data("x", [2, 3])
+    with pytest.raises(ValueError, match="feed key .* another program"):
+        exe.run(prog, feed={x2: xs, w: ws}, fetch_list=[y])
+    with pytest.raises(ValueError, match="'x' is fed twice"):
+        exe.run(prog, feed={x: xs, "x": xs, w: ws}, fetch_list=[y])
+    with pytest.raises(TypeError, match="feed keys are input names or their Variables"):
+        exe.run(prog, feed={0: xs, w: ws}, fetch_list=[y])

@@ -132,3 +132,22 @@ def test_to_dot_is_graphviz(name):
     declared = set(nodes) | set(re.findall(r'^\s*("[^"]+") \[shape=ellipse', dot, re.MULTILINE))
     for src, dst in re.findall(r'^\s*(\S+) -> (\S+);', dot, re.MULTILINE):
         assert src in declared and dst in declared, f"edge {src} -> {dst} to an unknown node"
+
+
+def test_to_dot_draws_sub_blocks_as_clusters_and_escapes_names():
+    # the ops of a loop body were drawn loose, unconnected to their while; a quote in an
+    # input's name ended its DOT string early
+    prog = hf.static.Program()
+    with hf.static.program_guard(prog):
+        x = hf.static.data('in"put', [3])
+        _, y = hf.static.nn.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0),
+                                       [hf.tensor(0), x])
+    dot = prog.to_dot()
+    assert r'"in\"put" [shape=ellipse];' in dot
+    assert '"in"put"' not in dot
+    while_node = re.search(r'^\s*(op\d+) \[shape=box, label="while', dot, re.MULTILINE).group(1)
+    clusters = re.findall(r"subgraph cluster_\d+ \{(.*?)\n  \}", dot, re.DOTALL)
+    assert len(clusters) == 2 and all('label="while: block' in c for c in clusters)
+    assert any('label="mul' in c for c in clusters)  # the body's ops are inside its cluster
+    assert re.search(rf"^\s*{while_node} -> op\d+ \[style=dashed, lhead=cluster_", dot,
+                     re.MULTILINE)

@@ -24,8 +24,8 @@ from __future__ import annotations
 # The functions, and the private helpers that other modules reach as ``F._name``:
 from ..interpolation import interpolate
 from .activations import (_SQRT_2_OVER_PI, _SQRT_HALF, _cast, _softmax_dim, dropout, dropout2d,
-                          elu, gelu, hardtanh, leaky_relu, log_softmax, logsigmoid, relu, relu6,
-                          sigmoid, silu, softmax, softplus, tanh)
+                          elu, gelu, hardtanh, leaky_relu, log_softmax, logsigmoid, prelu, relu,
+                          relu6, sigmoid, silu, softmax, softplus, tanh)
 from .attention import cosine_similarity, pairwise_distance, scaled_dot_product_attention
 from .activations import (celu, glu, hardsigmoid, hardswish, mish, selu, softmin, softsign,
                           tanhshrink, threshold)
@@ -37,8 +37,8 @@ from .losses import (_as_batch, _broadcast_target, _check_class_weight,
                      binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss,
                      mse_loss, nll_loss, smooth_l1_loss)
 from .losses import cosine_embedding_loss, margin_ranking_loss, triplet_margin_loss
-from .normalization import (_check_norm_dtypes, _check_param, batch_norm, group_norm, layer_norm,
-                            normalize)
+from .normalization import (_check_norm_dtypes, _check_param, batch_norm, group_norm,
+                            instance_norm, layer_norm, normalize)
 from .padding import _pad_index, pad
 from .pooling import (_pool1d_input, adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,
                       avg_pool2d, max_pool1d, max_pool2d)
@@ -66,13 +66,13 @@ from ...ops.infer import broadcast_shapes, normalize_dim  # noqa: E402
 from ...ops.pooling import pool_attrs  # noqa: E402
 from ...ops.registry import apply, apply_inplace  # noqa: E402
 
-__all__ = ["relu", "leaky_relu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu", "tanh",
-           "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d", "linear",
-           "conv2d", "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
-           "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate", "batch_norm",
-           "layer_norm", "group_norm", "embedding", "pad", "one_hot", "cross_entropy", "nll_loss",
-           "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits",
+__all__ = ["relu", "leaky_relu", "prelu", "elu", "softplus", "hardtanh", "relu6", "gelu", "silu",
+           "tanh", "sigmoid", "logsigmoid", "softmax", "log_softmax", "dropout", "dropout2d",
+           "linear", "conv2d", "conv_transpose2d", "max_pool1d", "avg_pool1d",
+           "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate",
+           "batch_norm", "instance_norm", "layer_norm", "group_norm", "embedding", "pad", "one_hot",
+           "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance",
            "mish", "hardswish", "hardsigmoid", "selu", "celu", "glu", "softmin", "softsign",
            "tanhshrink", "threshold", "cosine_embedding_loss", "margin_ranking_loss",

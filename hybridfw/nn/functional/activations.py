@@ -54,6 +54,35 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):  # n
     return C.where(input > 0, apply(E.relu, input), input * negative_slope)
 
 
+def prelu(input, weight):  # noqa: A002
+    """``x`` where ``x > 0``, else ``weight * x``, with a learned slope: ``weight`` holds one
+    slope (for every channel) or one per channel of dim 1 (an input of fewer than 2 dims has 1
+    channel). The gradient at 0 is the slope, as PyTorch's.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> import hybridfw.nn.functional as F
+        >>> F.prelu(hf.tensor([[-2.0, 3.0]]), hf.tensor([0.25, 0.5])).tolist()
+        [[-0.5, 3.0]]
+    """
+    if weight.ndim > 1:
+        raise ValueError(f"prelu: expected weight to be a scalar or 1-D tensor, got weight of "
+                         f"shape {tuple(weight.shape)}")
+    count = weight.numel()
+    if count != 1:
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if channels != count and channels != -1:
+            raise ValueError(f"prelu: weight of shape {tuple(weight.shape)} has {count} slopes "
+                             f"but input of shape {tuple(input.shape)} has {channels} "
+                             f"channel(s) (dim 1)")
+        weight = C.reshape(weight, (count,) + (1,) * (input.ndim - 2))
+    elif weight.ndim == 1 and input.ndim == 0:
+        weight = C.reshape(weight, ())  # a 0-d input gives a 0-d result, as PyTorch
+    # relu(input) equals input where it is taken: see leaky_relu
+    return C.where(input > 0, apply(E.relu, input), input * weight)
+
+
 def elu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
     """``x`` where ``x > 0``, else ``alpha (exp(x) - 1)``."""
     if inplace:  # (computed from a copy: the gradient needs the old values)

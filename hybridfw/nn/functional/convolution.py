@@ -6,10 +6,21 @@ from ...ops import linalg as L
 from ...ops import nn_ops as N
 from ...ops import shape_ops as S
 from ...ops.conv import conv_attrs, pair
-from ...ops.registry import apply
+from ...ops.registry import TensorLike, apply
+
+
+def require_tensor(name, what, value) -> None:
+    """A tensor argument given as something else (a numpy array, a list) is refused by name,
+    as PyTorch's functions do."""
+    if not isinstance(value, TensorLike):
+        raise TypeError(f"{name}: {what} must be a tensor, got {type(value).__module__}."
+                        f"{type(value).__qualname__}; convert it with hf.tensor(...) or "
+                        f"hf.from_numpy(...)")
 
 
 def _same_dtype(name, a, b, what_a, what_b):
+    require_tensor(name, what_a, a)
+    require_tensor(name, what_b, b)
     if a.dtype is not b.dtype:
         raise TypeError(f"{name}: {what_a} and {what_b} must have the same dtype, got "
                         f"{a.dtype} and {b.dtype}")
@@ -17,6 +28,8 @@ def _same_dtype(name, a, b, what_a, what_b):
 
 def linear(input, weight, bias=None):  # noqa: A002
     """``input @ weight.T + bias``; weight is (out_features, in_features)."""
+    require_tensor("linear", "input", input)
+    require_tensor("linear", "weight", weight)
     if weight.ndim not in (1, 2) or input.ndim < 1:
         raise ValueError(f"linear: expected a 1-D or 2-D weight and an input with at least 1 "
                          f"dim, got input {tuple(input.shape)} and weight {tuple(weight.shape)}")
@@ -31,8 +44,21 @@ def linear(input, weight, bias=None):  # noqa: A002
     else:
         out = apply(L.linear, input, weight)
     if bias is not None:
+        _same_dtype("linear", input, bias, "input", "bias")
+        check_broadcasts_to(name="linear", what="bias", tensor=bias, shape=out.shape,
+                            target="output")
         out = out + bias
     return out
+
+
+def check_broadcasts_to(name, what, tensor, shape, target) -> None:
+    """``tensor`` must broadcast to ``shape`` without changing it (-1: a size known only when
+    a program runs); else a ValueError naming the op and both shapes."""
+    fits = tensor.ndim <= len(shape) and all(
+        b in (1, o) or -1 in (b, o) for b, o in zip(reversed(tensor.shape), reversed(shape)))
+    if not fits:
+        raise ValueError(f"{name}: {what} of shape {tuple(tensor.shape)} does not broadcast to "
+                         f"the {target} shape {tuple(shape)}")
 
 
 def _batched(name, input, ndim, layout):
@@ -84,6 +110,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,  # noqa: A
                        dilation, groups)
     out = apply(N.conv2d, x, weight, **attrs)
     if bias is not None:
+        _same_dtype("conv2d", input, bias, "input", "bias")
         if tuple(bias.shape) != (weight.shape[0],):
             raise ValueError(f"conv2d: bias must have shape ({weight.shape[0]},) for weight of "
                              f"shape {tuple(weight.shape)}, got {tuple(bias.shape)}")
@@ -154,6 +181,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,  # noqa: A00
     if any(zeros):
         out = apply(N.pad_constant, out, pad=(0, zeros[1], 0, zeros[0]), value=0)
     if bias is not None:
+        _same_dtype("conv_transpose2d", input, bias, "input", "bias")
         c_out = weight.shape[1] * groups
         if tuple(bias.shape) != (c_out,):
             raise ValueError(f"conv_transpose2d: bias must have shape ({c_out},) for weight of "

@@ -10,7 +10,7 @@ from ...ops import nn_ops as N
 from ...ops.composite_distance import pairwise_distance
 from ...ops.infer import broadcast_shapes
 from ...ops.registry import apply
-from .convolution import _same_dtype
+from .convolution import _same_dtype, check_broadcasts_to, require_tensor
 
 
 def _reduction(name, reduction, size_average=None, reduce=None):
@@ -200,8 +200,15 @@ def binary_cross_entropy(input, target, weight=None, size_average=None,  # noqa:
     _same_shape_target("binary_cross_entropy", input, target)
     loss = apply(N.binary_cross_entropy, input, target)
     if weight is not None:
-        loss = loss * weight
+        loss = loss * _elementwise_weight("binary_cross_entropy", "weight", weight, input)
     return _reduce(loss, reduction)
+
+
+def _elementwise_weight(name, what, weight, input):
+    """A per-element loss weight: it must broadcast to the input's shape without changing it,
+    and is used in the input's dtype (PyTorch computes the loss in that dtype)."""
+    check_broadcasts_to(name, what, weight, input.shape, "input")
+    return weight if weight.dtype is input.dtype else weight.astype(input.dtype)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,  # noqa: A002
@@ -211,13 +218,15 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     without pos_weight): finite loss and gradient for any finite logit."""
     reduction = _reduction("binary_cross_entropy_with_logits", reduction, size_average, reduce)
     _same_shape_target("binary_cross_entropy_with_logits", input, target)
+    name = "binary_cross_entropy_with_logits"
     log_sig = apply(N.log_sigmoid, input)
     if pos_weight is None:
         loss = (1 - target) * input - log_sig
     else:
+        pos_weight = _elementwise_weight(name, "pos_weight", pos_weight, input)
         loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * log_sig
     if weight is not None:
-        loss = loss * weight
+        loss = loss * _elementwise_weight(name, "weight", weight, input)
     return _reduce(loss, reduction)
 
 
@@ -252,6 +261,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     ((N, C, d1, ...) with target (N, d1, ...), or (C,) with a scalar target). 'mean' divides
     by the summed weights of the non-ignored targets (PyTorch's weighted mean)."""
     reduction = _reduction("nll_loss", reduction, size_average, reduce)
+    require_tensor("nll_loss", "input", input)
+    require_tensor("nll_loss", "target", target)
     unbatched = input.ndim == 1
     if unbatched:
         input, target = _as_batch(input, target)  # noqa: A001
@@ -276,6 +287,8 @@ def cross_entropy(input, target, weight=None, size_average=None,  # noqa: A002
     PyTorch's semantics for class-index targets (ignore_index, class weights, label
     smoothing) and for class-probability targets (a float target shaped like the input)."""
     reduction = _reduction("cross_entropy", reduction, size_average, reduce)
+    require_tensor("cross_entropy", "input", input)
+    require_tensor("cross_entropy", "target", target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0 and 1, got "
                          f"{label_smoothing}")

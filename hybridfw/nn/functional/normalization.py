@@ -1,4 +1,4 @@
-"""Normalization: batch_norm, layer_norm, group_norm and normalize."""
+"""Normalization: batch_norm, instance_norm, layer_norm, group_norm and normalize."""
 from __future__ import annotations
 
 from ...dygraph import no_grad
@@ -8,12 +8,13 @@ from ...ops import composite_matrix as M
 from ...ops import elementwise as E
 from ...ops import reduction as R
 from ...ops.registry import apply
+from .convolution import require_tensor
 
 
 def _check_param(name, what, t, size, input):
     if t is None:
         return
-    if t.ndim != 1 or t.shape[0] != size:
+    if t.ndim != 1 or (t.shape[0] != size and size != -1):  # (-1: known when the program runs)
         raise ValueError(f"{name}: {what} must have shape ({size},) for input of shape "
                          f"{tuple(input.shape)}, got {tuple(t.shape)}")
 
@@ -75,9 +76,76 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     return out if out.dtype is input.dtype else out.astype(input.dtype)
 
 
+def instance_norm(input, running_mean=None, running_var=None, weight=None,  # noqa: A002
+                  bias=None, use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5):
+    """Normalize each channel of each sample of an ``(N, C, ...)`` input over its positions
+    (biased variance), then the per-channel ``weight`` and ``bias``, as PyTorch's.
+
+    With ``use_input_stats`` (the default) the statistics are the input's own, and given
+    running statistics are updated in place as PyTorch does: by ``momentum`` towards the
+    batch's average over ``N`` of each instance's mean and *unbiased* variance. Otherwise the
+    running statistics normalize.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> import hybridfw.nn.functional as F
+        >>> F.instance_norm(hf.tensor([[[1.0, 3.0]]])).round(decimals=3).tolist()
+        [[[-1.0, 1.0]]]
+    """
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected an input with at least 3 dims (N, C, ...), "
+                         f"got shape {tuple(input.shape)}")
+    _check_norm_dtypes("instance_norm", input, running_mean=running_mean,
+                       running_var=running_var, weight=weight, bias=bias)
+    channels = input.shape[1]
+    for what, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_param("instance_norm", what, t, channels, input)
+    shape = (1, channels) + (1,) * (input.ndim - 2)
+    dims = tuple(range(2, input.ndim))
+    if use_input_stats:
+        count = 1
+        for d in dims:
+            count *= input.shape[d]
+        if any(input.shape[d] < 0 for d in dims):
+            count = -1  # (two unknown dims multiply to a positive number)
+        if 0 < count <= 1:
+            raise ValueError(f"instance_norm: expected more than 1 spatial element when "
+                             f"training, got input of shape {tuple(input.shape)}")
+        if count < 0:  # a static program counts the positions when it runs
+            count = apply(R.dim_numel, input, dim=dims)
+        mean = C.mean(input, dims, keepdim=True)
+        centered = input - mean
+        var = C.mean(centered * centered, dims, keepdim=True)
+        if is_recomputing():  # hf.memory.checkpoint's backward: the forward updated them
+            running_mean = running_var = None
+        with no_grad():
+            if running_mean is not None:
+                batch_mean = C.reshape(C.mean(mean, 0), (-1,))  # (C, 1, ...) -> (C,)
+                running_mean.mul_(1 - momentum).add_(batch_mean * momentum)
+            if running_var is not None:
+                batch_var = C.reshape(C.mean(var, 0), (-1,))
+                running_var.mul_(1 - momentum).add_(batch_var * (momentum * count / (count - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: running_mean and running_var must be given when "
+                             "use_input_stats=False")
+        centered = input - C.reshape(running_mean, shape)
+        var = C.reshape(running_var, shape)
+    out = centered * apply(E.rsqrt, var + eps)
+    if weight is not None:
+        out = out * C.reshape(weight, shape)
+    if bias is not None:
+        out = out + C.reshape(bias, shape)
+    return out if out.dtype is input.dtype else out.astype(input.dtype)
+
+
 def _check_norm_dtypes(name, input, **params):  # noqa: A002
     """As PyTorch: a floating input; parameters of its dtype, or float32 ones for a float16
     input (computed in float32, the result in float16); any other mix is a TypeError."""
+    require_tensor(name, "input", input)
     if not input.dtype.is_floating_point:
         raise TypeError(f"{name}: expected a floating-point input, got dtype {input.dtype}")
     for what, t in params.items():
@@ -95,7 +163,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
-    if k == 0 or k > input.ndim or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+    if k == 0 or k > input.ndim or any(d not in (n, -1) for d, n in  # (-1: known at run time)
+                                       zip(input.shape[input.ndim - k:], normalized_shape)):
         raise ValueError(f"layer_norm: normalized_shape {normalized_shape} must match the "
                          f"trailing dims of input of shape {tuple(input.shape)}")
     for what, t in (("weight", weight), ("bias", bias)):
@@ -121,13 +190,13 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         raise ValueError(f"group_norm: expected an input with at least 2 dims (N, C, ...), got "
                          f"shape {tuple(input.shape)}")
     channels = input.shape[1]
-    if channels % num_groups:
+    if channels != -1 and channels % num_groups:  # (-1: known when the program runs)
         raise ValueError(f"group_norm: the {channels} channels of input of shape "
                          f"{tuple(input.shape)} must be divisible by num_groups={num_groups}")
     _check_norm_dtypes("group_norm", input, weight=weight, bias=bias)
     for what, t in (("weight", weight), ("bias", bias)):
         _check_param("group_norm", what, t, channels, input)
-    grouped = input.unflatten(1, (num_groups, channels // num_groups))
+    grouped = input.unflatten(1, (num_groups, channels // num_groups if channels != -1 else -1))
     dims = tuple(range(2, grouped.ndim))
     centered = grouped - C.mean(grouped, dims, keepdim=True)
     var = C.mean(centered * centered, dims, keepdim=True)

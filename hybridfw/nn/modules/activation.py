@@ -1,13 +1,15 @@
 """Activation layers: thin modules over ``hf.nn.functional``."""
 from __future__ import annotations
 
+from ...ops.factories import empty
 from .. import functional as F
+from .. import init
+from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["ReLU", "LeakyReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU", "Tanh",
-           "Sigmoid", "Softmax", "LogSoftmax",
-           "Mish", "Hardswish", "Hardsigmoid", "SELU", "CELU", "GLU", "Softmin", "Softsign",
-           "Tanhshrink", "Threshold", "LogSigmoid"]
+__all__ = ["ReLU", "LeakyReLU", "PReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU",
+           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Mish", "Hardswish", "Hardsigmoid", "SELU",
+           "CELU", "GLU", "Softmin", "Softsign", "Tanhshrink", "Threshold", "LogSigmoid"]
 
 
 class ReLU(Module):
@@ -51,6 +53,35 @@ class LeakyReLU(Module):
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class PReLU(Module):
+    """``x`` where ``x > 0``, else ``weight * x`` with a learned ``weight`` of
+    ``num_parameters`` slopes (1: shared by all channels, or one per channel of dim 1), each
+    starting at ``init``.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.nn.PReLU()(hf.tensor([-1.0, 2.0])).tolist()
+        [-0.25, 2.0]
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(empty(num_parameters, dtype=dtype, device=device))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):  # noqa: A002
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
 
 
 class ELU(Module):

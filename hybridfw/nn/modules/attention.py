@@ -7,9 +7,10 @@ from ...dtypes import bool_
 from ...ops.composite import cat
 from ...ops.factories import empty, zeros_like
 from .. import functional as F
+from ..functional.convolution import require_tensor
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
@@ -114,7 +115,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty(3 * embed_dim, **fk))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **fk)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **fk)
         if add_bias_kv:
             self.bias_k = Parameter(empty(1, 1, embed_dim, **fk))
             self.bias_v = Parameter(empty(1, 1, embed_dim, **fk))
@@ -173,6 +174,7 @@ class MultiheadAttention(Module):
                              f"{tuple(value.shape)} (all but the last dim must agree)")
         weight = self.out_proj.weight
         for name, t in (("query", query), ("key", key), ("value", value)):
+            require_tensor(_NAME, name, t)
             if t.dtype is not weight.dtype:
                 raise TypeError(f"{_NAME}: {name} has dtype {t.dtype}, but the parameters have "
                                 f"dtype {weight.dtype}; convert the input or the module (e.g. "
@@ -287,6 +289,3 @@ class MultiheadAttention(Module):
                 key_padding_mask = _pad_key_dim(key_padding_mask)
         return attn_mask, key_padding_mask
 
-    def extra_repr(self) -> str:
-        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
-                f"dropout={self.dropout}, batch_first={self.batch_first}")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from ...ops.factories import empty
 from .. import functional as F
+from ..functional.convolution import require_tensor
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Linear", "Identity", "Flatten", "Unflatten"]
+__all__ = ["Linear", "Identity", "Flatten", "Unflatten", "NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -51,6 +52,7 @@ class Linear(Module):
         init.fan_in_uniform_(self.weight, self.bias)
 
     def forward(self, input):  # noqa: A002
+        require_tensor("linear", "input", input)
         n = input.shape[-1] if input.ndim else None
         if n != self.in_features and n != -1:
             raise ValueError(f"Linear: expected input with last dim in_features="
@@ -62,6 +64,11 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A :class:`Linear` under PyTorch's name for MultiheadAttention's ``out_proj`` (the same
+    layer; the name shows in ``repr``)."""
+
 class Flatten(Module):
     """Flattens dims ``start_dim..end_dim`` into one (default: all but the batch dim)."""
 
@@ -71,6 +78,7 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, input):  # noqa: A002
+        require_tensor("Flatten", "input", input)
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:

@@ -1,7 +1,8 @@
-"""Normalization layers: BatchNorm1d, BatchNorm2d, LayerNorm."""
+"""Normalization layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm."""
 from __future__ import annotations
 
 import numbers
+import warnings
 
 from ...dtypes import int64
 from ...dygraph.tensor import tensor
@@ -12,7 +13,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "LayerNorm", "GroupNorm"]
 
 
 class _BatchNorm(Module):
@@ -122,6 +124,81 @@ class BatchNorm2d(_BatchNorm):
     _layout = "4-D (N, C, H, W)"
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization over ``(N, C, D, H, W)`` input, per channel ``C`` (see
+    BatchNorm1d)."""
+
+    _ranks = (5,)
+    _layout = "5-D (N, C, D, H, W)"
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shared InstanceNorm logic: PyTorch's defaults (no affine, no running statistics), an
+    unbatched input of one dim less taken as a batch of one."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+
+    def forward(self, input):  # noqa: A002
+        name = type(self).__name__
+        batched = self._ranks[0]
+        if input.ndim not in (batched - 1, batched):
+            raise ValueError(f"{name}: expected {self._layout} input, got input of shape "
+                             f"{tuple(input.shape)}")
+        feature_dim = input.ndim - (batched - 1)
+        features = input.shape[feature_dim]
+        # (under an InputSpec None dim, converted code sees the size as a run-time value)
+        if isinstance(features, int) and features not in (self.num_features, -1):
+            if self.affine:
+                raise ValueError(f"{name}: expected input with num_features="
+                                 f"{self.num_features} channels (dim {feature_dim}), got input "
+                                 f"of shape {tuple(input.shape)}")
+            warnings.warn(f"{name}: input's size at dim={feature_dim} does not match "
+                          f"num_features ({self.num_features}); num_features is not used "
+                          f"because affine=False", stacklevel=2)
+        unbatched = input.ndim == batched - 1
+        out = F.instance_norm(input.unsqueeze(0) if unbatched else input, self.running_mean,
+                              self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.0 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization over ``(N, C, L)`` or unbatched ``(C, L)`` input: each channel
+    of each sample over its positions. As PyTorch: ``affine=False`` and
+    ``track_running_stats=False`` by default; with running statistics, eval mode uses them.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> hf.nn.InstanceNorm1d(3)(hf.randn(2, 3, 5)).shape
+        (2, 3, 5)
+    """
+
+    _ranks = (3,)
+    _layout = "3-D (N, C, L) or 2-D (C, L)"
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization over ``(N, C, H, W)`` or unbatched ``(C, H, W)`` input (see
+    InstanceNorm1d)."""
+
+    _ranks = (4,)
+    _layout = "4-D (N, C, H, W) or 3-D (C, H, W)"
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization over ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)`` input (see
+    InstanceNorm1d)."""
+
+    _ranks = (5,)
+    _layout = "5-D (N, C, D, H, W) or 4-D (C, D, H, W)"
+
+
 class LayerNorm(Module):
     """Normalizes over the last ``len(normalized_shape)`` dims, then applies the elementwise
     affine ``weight`` (ones) and ``bias`` (zeros).
@@ -170,7 +247,7 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
@@ -186,7 +263,7 @@ class GroupNorm(Module):
     """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, device=None, dtype=None):
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
@@ -197,22 +274,29 @@ class GroupNorm(Module):
         self.affine = affine
         if affine:
             self.weight = Parameter(empty(num_channels, dtype=dtype, device=device))
-            self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
+        else:
             self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         if self.affine:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     def forward(self, input):  # noqa: A002
-        if input.ndim < 2 or input.shape[1] not in (self.num_channels, -1):
+        channels = input.shape[1] if input.ndim >= 2 else None
+        # (under an InputSpec None dim, converted code sees the size as a run-time value)
+        if input.ndim < 2 or (isinstance(channels, int) and
+                              channels not in (self.num_channels, -1)):
             raise ValueError(f"GroupNorm: expected an (N, {self.num_channels}, ...) input, got "
                              f"input of shape {tuple(input.shape)}")
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

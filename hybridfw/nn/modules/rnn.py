@@ -15,6 +15,7 @@ from ...ops.reduction import dim_numel
 from ...ops.registry import apply
 from ...ops.rnn_ops import gru_cell, lstm_cell
 from .. import functional as F
+from ..functional.convolution import require_tensor
 from .. import init
 from ..parameter import Parameter
 from .module import Module
@@ -87,6 +88,7 @@ def _time_loop(step, projected, h, c, reverse: bool):
 
 
 def _check_dtype(layer: str, x, weight) -> None:
+    require_tensor(layer, "input", x)
     if x.dtype is not weight.dtype:
         raise TypeError(f"{layer}: input dtype {x.dtype} does not match the parameters' dtype "
                         f"{weight.dtype}; convert the input or the module (e.g. "

@@ -29,7 +29,7 @@ from typing import NamedTuple
 from ..ir import Program
 from ..verifier import verify as verify_program
 from . import (algebraic, batch_matmul, batch_projections, constant_folding, cse, dce, fusion,
-               inplace, slice_gradients)
+               inplace, slice_gradients, transposed_operands)
 from .analysis import resolve_fetch
 from .clone import clone_program, private_copy
 
@@ -57,6 +57,8 @@ PASSES: tuple = (
          "many-input elementwise group"),
     Pass("batch_projections", batch_projections.run,
          "with a second stream only; after CSE (one product per step), before fusion"),
+    Pass("transposed_operands", transposed_operands.run,
+         "after the passes that add products, before fusion (its copy stays a lone operator)"),
     Pass("fusion", fusion.run,
          "on the final set of operators, where 'only reader' is exact; its op has no gradient"),
     Pass("inplace", inplace.run,

@@ -21,7 +21,7 @@ def _small():
 def test_the_passes_and_their_order():
     assert [p.name for p in PASSES] == ["algebraic", "cse", "constant_folding", "dce",
                                         "slice_gradients", "batch_matmul", "batch_projections",
-                                        "fusion", "inplace"]
+                                        "transposed_operands", "fusion", "inplace"]
     assert all(p.why for p in PASSES)
 
 
