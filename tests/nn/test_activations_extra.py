@@ -112,10 +112,13 @@ def test_errors():
             fn(hf.tensor([1, 2]))
 
 
-def test_repr():
-    assert repr(hf.nn.Threshold(0.1, 20.0)) == "Threshold(threshold=0.1, value=20.0)"
-    assert repr(hf.nn.Mish(inplace=True)) == "Mish(inplace=True)"
-    assert repr(hf.nn.GLU()) == "GLU(dim=-1)"
+@pytest.mark.parametrize("module", ["Mish()", "Mish(inplace=True)", "Hardswish(True)",
+                                    "Hardsigmoid(True)", "SELU(True)", "CELU(0.5, True)",
+                                    "GLU()", "GLU(0)", "Softmin(1)", "Softsign()",
+                                    "Tanhshrink()", "Threshold(0.1, 20)",
+                                    "Threshold(0.1, 20.0, True)", "LogSigmoid()"])
+def test_repr_matches_torch(module):
+    assert repr(eval("hf.nn." + module)) == repr(eval("torch.nn." + module))
 
 
 def test_silu_module_inplace():

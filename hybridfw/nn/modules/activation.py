@@ -215,11 +215,17 @@ class Hardswish(_InplaceActivation):
 
     _function = F.hardswish
 
+    def extra_repr(self) -> str:  # (PyTorch's repr leaves inplace out here)
+        return ""
+
 
 class Hardsigmoid(_InplaceActivation):
     """``relu6(x + 3) / 6``."""
 
     _function = F.hardsigmoid
+
+    def extra_repr(self) -> str:  # (PyTorch's repr leaves inplace out here)
+        return ""
 
 
 class SELU(_InplaceActivation):
