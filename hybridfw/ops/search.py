@@ -19,21 +19,14 @@ from . import elementwise as E
 from .factories import zeros_like
 from .infer import normalize_dim
 from .registry import OnnxNotExportable, TensorLike, apply, onnx_rules, register
-from .sorting import argsort, sort
+from .sorting import _stable_argsort, argsort, sort
 
 __all__ = ["searchsorted", "bucketize", "bincount", "unique", "isin", "cummax", "cummin",
-           "kthvalue", "CumulativeResult", "KthvalueResult"]
+           "kthvalue", "CummaxResult", "CumminResult", "KthvalueResult"]
 
 CummaxResult = namedtuple("cummax", ["values", "indices"])
 CumminResult = namedtuple("cummin", ["values", "indices"])
-CumulativeResult = CummaxResult
 KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
-
-
-def _stable_argsort(xp, a, axis=-1):
-    if xp.__name__ == "numpy":
-        return xp.argsort(a, axis=axis, kind="stable")
-    return xp.argsort(a, axis=axis)  # (cupy's sort is a stable radix sort)
 
 
 # ---- searchsorted_indices -------------------------------------------------------------------
@@ -62,9 +55,9 @@ def _searchsorted_kernel(xp, sorted_sequence, values, *, right):
     # merged order minus its rank among the values is the number of sequence elements before it.
     n, m = s.shape[-1], v.shape[-1]
     merged = xp.concatenate([s, v] if right else [v, s], axis=-1)
-    position = _stable_argsort(xp, _stable_argsort(xp, merged))
+    position = _stable_argsort(xp, _stable_argsort(xp, merged, -1), -1)
     position = position[..., n:] if right else position[..., :m]
-    rank = _stable_argsort(xp, _stable_argsort(xp, v))
+    rank = _stable_argsort(xp, _stable_argsort(xp, v, -1), -1)
     return (position - rank).astype("int64")
 
 
