@@ -301,7 +301,8 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         found = zeros_like(elements, dtype=bool_)
     else:
         ordered = sort(test).values
-        at = C.clamp(searchsorted(ordered, C.reshape(elements, -1)), max=test.shape[0] - 1)
+        last = C._dim_count(test, 0) - 1  # (a 0-d tensor where the size is a run-time one)
+        at = apply(E.minimum, searchsorted(ordered, C.reshape(elements, -1)), last)
         found = C.reshape(C.index_select(ordered, 0, at) == C.reshape(elements, -1),
                           *elements.shape)
     return apply(E.bitwise_not, found) if invert else found

@@ -155,3 +155,12 @@ def test_to_static_with_a_run_time_batch():
     for n in (2, 5):
         x = hf.tensor(RNG.standard_normal((n, 3)))
         np.testing.assert_allclose(g(x).numpy(), f(x).numpy(), rtol=1e-12)
+
+
+def test_isin_with_test_elements_of_run_time_length():
+    # the last sorted position was clamped to shape[0] - 1 = -2 when the length was a None dim
+    spec = [hf.jit.InputSpec([None], "int64"), hf.jit.InputSpec([None], "int64")]
+    g = hf.jit.to_static(lambda x, t: hf.isin(x, t), input_spec=spec)
+    for test in ([3, 9, 4], [5], [9, 1, 1, 3, 0]):
+        x, t = hf.tensor([1, 5, 3, 9]), hf.tensor(test)
+        assert g(x, t).tolist() == np.isin([1, 5, 3, 9], test).tolist()
