@@ -1,11 +1,12 @@
 """More of PyTorch's names, composed from primitives and other composites (so they need no
 gradient rules and run in eager and static code alike): the fused products ``addmm baddbmm
-addmv addr addbmm``, ``tensordot``, ``logit xlogy``, ``aminmax``, ``rot90``, ``index_add``,
-``take_along_dim``, ``tensor_split``, ``argwhere`` and the index factories ``tril_indices
-triu_indices``.
+addmv addr addbmm``, ``tensordot``, ``cross``, ``logit xlogy``, ``aminmax``, ``nanmean``,
+``rot90``, ``index_add``, ``take_along_dim``, ``tensor_split``, ``argwhere`` and the index
+factories ``tril_indices triu_indices``.
 """
 from __future__ import annotations
 
+import warnings
 from collections import namedtuple
 
 from ..dtypes import as_dtype, get_default_dtype, int64, result_type
@@ -18,7 +19,7 @@ from .registry import TensorLike, apply
 
 __all__ = ["addmm", "baddbmm", "logit", "xlogy", "aminmax", "rot90", "index_add", "argwhere",
            "tril_indices", "triu_indices", "AminmaxResult", "addmv", "addr", "addbmm",
-           "take_along_dim", "tensordot", "tensor_split"]
+           "take_along_dim", "tensordot", "tensor_split", "nanmean", "cross"]
 
 AminmaxResult = namedtuple("aminmax", ["min", "max"])
 
@@ -332,3 +333,47 @@ def tensor_split(input, indices_or_sections, dim: int = 0):  # noqa: A002
         points = [min(max(p + n if p < 0 else p, 0), n) for p in split]
         bounds = list(zip([0] + points, points + [n]))
     return tuple(C.narrow(x, d, lo, max(hi - lo, 0)) for lo, hi in bounds)
+
+
+def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """The mean of the non-NaN elements over ``dim`` (None: all); NaN where all are NaN.
+
+    >>> hf.nanmean(hf.tensor([1.0, float("nan"), 3.0])).item()
+    2.0
+    """
+    x = input if dtype is None else input.astype(dtype)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"nanmean: expects a floating-point input, got {x.dtype}")
+    present = apply(E.eq, x, x)  # (False at NaN)
+    total = C.sum(apply(E.where, present, x, 0.0), dim, keepdim)
+    return total / C.sum(present.astype(x.dtype), dim, keepdim)
+
+
+def cross(input, other, dim: int | None = None):  # noqa: A002
+    """The cross product of 3-vectors along ``dim`` (the shapes broadcast); ``dim=None`` takes
+    the first dim of size 3, with PyTorch's deprecation warning.
+
+    >>> hf.cross(hf.tensor([1.0, 0.0, 0.0]), hf.tensor([0.0, 1.0, 0.0]), dim=0).tolist()
+    [0.0, 0.0, 1.0]
+    """
+    if input.dtype is not other.dtype:
+        raise TypeError(f"cross: input and other must have the same dtype, got {input.dtype} "
+                        f"and {other.dtype}")
+    if input.ndim != other.ndim:
+        raise ValueError(f"cross: input and other must have the same number of dims, got shapes "
+                         f"{tuple(input.shape)} and {tuple(other.shape)}")
+    shape = broadcast_shapes("cross", tuple(input.shape), tuple(other.shape))
+    if dim is None:
+        warnings.warn("cross: calling it without dim is deprecated (as in PyTorch); it takes "
+                      "the first dim of size 3: pass dim explicitly", UserWarning, stacklevel=2)
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise ValueError(f"cross: no dim of size 3 in the shape {shape}")
+    d = normalize_dim("cross", dim, len(shape))
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise ValueError(f"cross: dim {dim} must have size 3 in both inputs, got shapes "
+                         f"{tuple(input.shape)} and {tuple(other.shape)}")
+    a, b = (C.broadcast_to(t, shape) if tuple(t.shape) != shape else t for t in (input, other))
+    a0, a1, a2 = (C.narrow(a, d, k, 1) for k in range(3))
+    b0, b1, b2 = (C.narrow(b, d, k, 1) for k in range(3))
+    return C.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)

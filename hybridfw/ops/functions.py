@@ -15,9 +15,9 @@ from .composite_math import (addcdiv, addcmul, bernoulli, diff, div, fmod, hypot
                              logaddexp, meshgrid, normal, repeat_interleave, true_divide)
 from .composite_math import scaled_other as _scaled_other
 from .composite_distance import cdist, cosine_similarity, pairwise_distance
-from .composite_more import (addbmm, addmm, addmv, addr, aminmax, argwhere, baddbmm, index_add,
-                             logit, rot90, take_along_dim, tensor_split, tensordot, tril_indices,
-                             triu_indices, xlogy)
+from .composite_more import (addbmm, addmm, addmv, addr, aminmax, argwhere, baddbmm, cross,
+                             index_add, logit, nanmean, rot90, take_along_dim, tensor_split,
+                             tensordot, tril_indices, triu_indices, xlogy)
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
                               masked_select, movedim, nansum, roll, scatter, scatter_add,
@@ -55,7 +55,7 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "pairwise_distance", "addmm", "aminmax", "argwhere", "baddbmm", "index_add", "logit",
            "rot90", "tril_indices", "triu_indices", "xlogy", "bincount", "bucketize", "cummax",
            "cummin", "isin", "kthvalue", "searchsorted", "unique", "addbmm", "addmv", "addr",
-           "take_along_dim", "tensor_split", "tensordot"]
+           "take_along_dim", "tensor_split", "tensordot", "nanmean", "cross"]
 
 clip = clamp
 concat = concatenate = cat

@@ -451,6 +451,12 @@ class TensorMethods(TensorLike):
     def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
         return P.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+        return P.nanmean(self, dim, keepdim, dtype=dtype)
+
+    def cross(self, other, dim=None):
+        return P.cross(self, other, dim)
+
     def take_along_dim(self, indices, dim=None):
         return P.take_along_dim(self, indices, dim)
 

@@ -1,4 +1,5 @@
-"""addmv addr addbmm tensordot take_along_dim tensor_split (``hybridfw.ops.composite_more``)
+"""addmv addr addbmm tensordot take_along_dim tensor_split cross nanmean
+(``hybridfw.ops.composite_more``)
 and the in-place forms ported optimizers and scripts call
 (addcmul_ addcdiv_ lerp_ square_ nan_to_num_ cumsum_ addmv_ addr_ addbmm_) against PyTorch:
 values, dtypes, gradients (eager and ``hf.jit.to_static``) and errors."""
@@ -35,6 +36,11 @@ CALLS = [
     ("t.tensor_split([1, 3, 9], dim=1)", True),
     ("lib.tensor_split(m, (3, 1), 1)", True),
     ("lib.tensor_split(m, lib.tensor([-2]), dim=-1)", True),
+    ("lib.cross(t[:, :3], u.permute(2, 0, 1)[:1, :3].expand(3, 3, 5), dim=1)", True),
+    ("t[:, :3, 0].cross(m[:, :3], dim=-1)", True),
+    ("lib.nanmean(lib.where(m > 0.5, m * math.nan, m))", True),
+    ("lib.where(t > 0.5, t * math.nan, t).nanmean(dim=(0, 2), keepdim=True)", True),
+    ("lib.where(m > -9, m * math.nan, m).nanmean(1)", False),
 ]
 
 
@@ -44,7 +50,7 @@ def _flat(result):
 
 def _env(lib, grad=False):
     env = {k: lib.tensor(a, requires_grad=grad) for k, a in ARRAYS.items()}
-    return {"lib": lib, "idx": lib.tensor(IDX), **env}
+    return {"lib": lib, "idx": lib.tensor(IDX), "math": math, **env}
 
 
 @pytest.mark.parametrize("call, differentiable", CALLS)
@@ -150,3 +156,13 @@ def test_errors():
         hf.take_along_dim(m, hf.tensor([0, 1]), 1)
     with pytest.raises(ValueError, match="positive"):
         hf.tensor_split(m, 0)
+    with pytest.raises(ValueError, match="size 3"):
+        hf.cross(m, m, dim=1)
+    with pytest.raises(TypeError, match="dtype"):
+        hf.cross(m[:, :3], m[:, :3].float(), dim=1)
+    with pytest.raises(ValueError, match="number of dims"):
+        hf.cross(m[:, :3], v[:3], dim=1)
+    with pytest.raises(TypeError, match="floating-point"):
+        hf.nanmean(hf.tensor([1, 2]))
+    with pytest.warns(UserWarning, match="dim"):
+        assert hf.cross(m[:, :3], m[:, :3]).shape == (3, 3)
