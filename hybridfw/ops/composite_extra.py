@@ -72,7 +72,10 @@ def flip(input, dims):  # noqa: A002
     for d in ((dims,) if isinstance(dims, int) else tuple(dims)):
         d = normalize_dim("flip", d, x.ndim)
         if x.ndim:
-            _known("flip", x)
+            if x.shape[d] == -1:  # (only the flipped dim's size is needed)
+                raise ValueError(f"flip: dim {d} of the shape {tuple(x.shape)} is only known "
+                                 "when the program runs; flip needs its size when the program "
+                                 "is built")
             x = C.index_select(x, d, _positions(x, x.shape[d], x.shape[d] - 1, -1))
     return x
 

@@ -14,6 +14,10 @@ from .composite_compare import (clamp_max, clamp_min, count_nonzero, isclose, lo
 from .composite_math import (addcdiv, addcmul, bernoulli, diff, div, fmod, hypot, lerp,
                              logaddexp, meshgrid, normal, repeat_interleave, true_divide)
 from .composite_math import scaled_other as _scaled_other
+from .composite_distance import cdist, cosine_similarity, pairwise_distance
+from .composite_more import (addbmm, addmm, addmv, addr, aminmax, argwhere, baddbmm, cross,
+                             index_add, logit, nanmean, rot90, take_along_dim, tensor_split,
+                             tensordot, tril_indices, triu_indices, xlogy)
 from .composite_matrix import diag, diagonal, norm, trace
 from .composite_extra import (broadcast_shapes, broadcast_tensors, flip, fmax, fmin,
                               masked_select, movedim, nansum, roll, scatter, scatter_add,
@@ -22,6 +26,8 @@ from ..dtypes import DType, as_dtype
 from ..dtypes import promote_types as _promote_types
 from ..dtypes import result_type as _result_type
 from .registry import apply
+from .search import (bincount, bucketize, cummax, cummin, isin, kthvalue, searchsorted,
+                     unique)
 from .sorting import argsort, median, msort, nanquantile, quantile, randperm, sort, topk
 
 __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chunk", "clamp",
@@ -45,7 +51,11 @@ __all__ = ["abs", "all", "any", "argmax", "argmin", "broadcast_to", "cat", "chun
            "diff", "fmod", "hypot", "lerp", "logaddexp", "meshgrid", "normal",
            "repeat_interleave", "atan2", "arctan2", "divide", "true_divide",
            "scatter", "scatter_add", "median", "var_mean", "std_mean", "result_type",
-           "promote_types", "quantile", "nanquantile"]
+           "promote_types", "quantile", "nanquantile", "cdist", "cosine_similarity",
+           "pairwise_distance", "addmm", "aminmax", "argwhere", "baddbmm", "index_add", "logit",
+           "rot90", "tril_indices", "triu_indices", "xlogy", "bincount", "bucketize", "cummax",
+           "cummin", "isin", "kthvalue", "searchsorted", "unique", "addbmm", "addmv", "addr",
+           "take_along_dim", "tensor_split", "tensordot", "nanmean", "cross"]
 
 clip = clamp
 concat = concatenate = cat

@@ -13,12 +13,14 @@ from . import composite as C
 from . import composite_compare as Q
 from . import composite_extra as X
 from . import composite_math as A
+from . import composite_more as P
 from . import creation as K
 from . import composite_matrix as M
 from . import elementwise as E
 from . import indexing as I
 from . import linalg as L
 from . import reduction as R
+from . import search as F
 from . import sorting as O
 from .factories import drawing
 from .infer import normalize_dim
@@ -434,6 +436,67 @@ class TensorMethods(TensorLike):
     def addcdiv(self, tensor1, tensor2, *, value=1):
         return A.addcdiv(self, tensor1, tensor2, value=value)
 
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        return P.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return P.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        return P.addmv(self, mat, vec, beta=beta, alpha=alpha)
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        return P.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return P.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+        return P.nanmean(self, dim, keepdim, dtype=dtype)
+
+    def cross(self, other, dim=None):
+        return P.cross(self, other, dim)
+
+    def take_along_dim(self, indices, dim=None):
+        return P.take_along_dim(self, indices, dim)
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        return P.tensor_split(self, indices_or_sections, dim)
+
+    def logit(self, eps=None):
+        return P.logit(self, eps)
+
+    def xlogy(self, other):
+        return P.xlogy(self, other)
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        return P.aminmax(self, dim=dim, keepdim=keepdim)
+
+    def rot90(self, k=1, dims=(0, 1)):
+        return P.rot90(self, k, dims)
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        return P.index_add(self, dim, index, source, alpha=alpha)
+
+    def argwhere(self):
+        return P.argwhere(self)
+
+    def bincount(self, weights=None, minlength=0):
+        return F.bincount(self, weights, minlength)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
+               dim=None):
+        return F.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def cummax(self, dim):
+        return F.cummax(self, dim)
+
+    def cummin(self, dim):
+        return F.cummin(self, dim)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        return F.kthvalue(self, k, dim, keepdim)
+
     def logaddexp(self, other):
         return A.logaddexp(self, other)
 
@@ -812,6 +875,48 @@ class TensorMethods(TensorLike):
         return apply_inplace(I.scatter, self, self, index,
                              X._scatter_source("scatter_", src, value),
                              dim=normalize_dim("scatter_", dim, self.ndim), reduce=reduce)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self.copy_(A.addcmul(self, tensor1, tensor2, value=value))
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self.copy_(A.addcdiv(self, tensor1, tensor2, value=value))
+
+    def lerp_(self, end, weight):
+        return self.copy_(A.lerp(self.clone(), end, weight))
+
+    def square_(self):
+        return self.copy_(self.clone().square())
+
+    def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+        return self.copy_(Q.nan_to_num(self.clone(), nan, posinf, neginf))
+
+    def cumsum_(self, dim, *, dtype=None):
+        return self.copy_(C.cumsum(self, dim, dtype=dtype))
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        return self.copy_(P.addmv(self, mat, vec, beta=beta, alpha=alpha))
+
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        return self.copy_(P.addr(self, vec1, vec2, beta=beta, alpha=alpha))
+
+    def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self.copy_(P.addbmm(self, batch1, batch2, beta=beta, alpha=alpha))
+
+    def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+        return self.copy_(P.addmm(self, mat1, mat2, beta=beta, alpha=alpha))
+
+    def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self.copy_(P.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha))
+
+    def logit_(self, eps=None):
+        return self.copy_(P.logit(self.clone(), eps))
+
+    def xlogy_(self, other):
+        return self.copy_(P.xlogy(self.clone(), other))
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return self.copy_(P.index_add(self, dim, index, source, alpha=alpha))
 
     def scatter_add_(self, dim, index, src):
         return apply_inplace(I.scatter, self, self, index, src,

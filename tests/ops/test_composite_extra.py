@@ -116,3 +116,15 @@ def test_repeat_with_one_dim_known_only_at_run_time():
         np.testing.assert_array_equal(x.grad.numpy(), np.full((n, 3), 2.0 + 3.0 + 4.0))
     with pytest.raises(ValueError, match=r"repeat: the shape \(-1, -1\) is only known"):
         hf.jit.to_static(reps, input_spec=[hf.jit.InputSpec([None, None])])(hf.ones(2, 3))
+
+
+def test_flip_of_a_known_dim_beside_a_run_time_one():
+    # an InputSpec None batch: flipping dim 1 (size 3) needs only that size (was refused:
+    # "the shape (-1, 3) is only known when the program runs"); flipping the batch still is
+    f = hf.jit.to_static(lambda x: x.flip(1), input_spec=[hf.jit.InputSpec([None, 3])])
+    for n in (1, 4):
+        a = np.arange(3.0 * n, dtype=np.float32).reshape(n, 3)
+        np.testing.assert_array_equal(f(hf.tensor(a)).numpy(), a[:, ::-1])
+    g = hf.jit.to_static(lambda x: x.flip(0), input_spec=[hf.jit.InputSpec([None, 3])])
+    with pytest.raises(ValueError, match=r"flip: dim 0 of the shape \(-1, 3\) is only known"):
+        g(hf.ones(2, 3))

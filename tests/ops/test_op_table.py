@@ -208,6 +208,32 @@ SEL_REPEAT = np.array([2, 0, 2], dtype=np.int64)
 PUT_I = np.array([0, 2, 3], dtype=np.int64)
 PUT_J = np.array([1, 1, 4], dtype=np.int64)
 
+def _searchsorted_rows_ref(s, v, side):
+    return np.stack([np.searchsorted(a, b, side=side) for a, b in zip(s, v)])
+
+
+def _cumulative_extreme_ref(x, dim, largest):
+    """Running max (min) along ``dim`` and where it was taken: the latest position among
+    equal values, as PyTorch's cummax/cummin."""
+    x = np.moveaxis(x, dim, -1)
+    values, indices = x.copy(), np.zeros(x.shape, dtype=np.int64)
+    for j in range(1, x.shape[-1]):
+        take = x[..., j] >= values[..., j - 1] if largest else x[..., j] <= values[..., j - 1]
+        values[..., j] = np.where(take, x[..., j], values[..., j - 1])
+        indices[..., j] = np.where(take, j, indices[..., j - 1])
+    return np.moveaxis(values, -1, dim), np.moveaxis(indices, -1, dim)
+
+
+def _unique_ref(x):
+    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return values, inverse.reshape(x.shape), counts
+
+
+SORTED_ROWS = np.array([[0, 1, 1, 4, 7], [2, 2, 3, 3, 9]], dtype=np.int64)
+PROBES = np.array([[1, 5, -1, 7], [3, 2, 10, 2]], dtype=np.int64)
+COUNTED = np.array([2, 0, 2, 5, 1], dtype=np.int64)
+
+
 A34 = Inp((3, 4))
 R = "real"
 
@@ -786,6 +812,36 @@ OPS = [
         fd=False, torch_fn=lambda x: x.floor() * 1.0),
     Row("sign_grad_zero", lambda x: x.sign() * x, lambda x: np.sign(x) * x,
         [Inp(values=[0.5, 0.0, -2.0])], fd=False, torch_fn=lambda x: x.sign() * x),
+    # ------------------------------------------------------------------ search (ops/search.py)
+    Row("searchsorted_rows_right", lambda s, v: hf.searchsorted(s, v, right=True),
+        lambda s, v: _searchsorted_rows_ref(s, v, "right"),
+        [Fixed(SORTED_ROWS), Fixed(PROBES)], (I64,), grad=False),
+    Row("searchsorted_1d", lambda s, v: hf.searchsorted(s, v),
+        lambda s, v: np.searchsorted(s, v), [Fixed([-1.0, 0.0, 0.5]), A34], FLOATS, grad=False,
+        out_dtype=const(I64)),
+    Row("bucketize_right", lambda v, b: hf.bucketize(v, b, right=True),
+        lambda v, b: np.searchsorted(b, v, side="right"), [A34, Fixed([-1.0, 0.0, 0.5])],
+        FLOATS, grad=False, out_dtype=const(I64)),
+    Row("bincount_weights", lambda i, w: hf.bincount(i, w, minlength=8),
+        lambda i, w: np.bincount(i, w, minlength=8), [Fixed(COUNTED), Inp((5,))], FLOATS,
+        grad=False),
+    Row("bincount", lambda i: i.bincount(), np.bincount, [Fixed(COUNTED)], (I64,), grad=False),
+    Row("unique_inverse_counts",
+        lambda x: hf.unique(x, return_inverse=True, return_counts=True), _unique_ref,
+        [Inp((3, 4), "int")], ALL_NUM, grad=False, out_dtype=lambda d: (d, I64, I64)),
+    Row("unique_dim0", lambda x: x.unique(dim=0, return_inverse=True),
+        lambda x: np.unique(x, axis=0, return_inverse=True)[:2],
+        [Fixed([[1, 2], [0, 1], [1, 2], [0, 0]])], (I64,), grad=False),
+    Row("isin", lambda x, t: hf.isin(x, t), np.isin, [Inp((3, 4), "int"), Fixed([2, -1, 3])],
+        (F32, I64), grad=False, out_dtype=to_bool),
+    Row("cummax_dim1", lambda x: x.cummax(1), lambda x: _cumulative_extreme_ref(x, 1, True),
+        [A34], ALL_NUM, out_dtype=lambda d: (d, I64)),
+    Row("cummin_ties_dim0", lambda x: hf.cummin(x, 0),
+        lambda x: _cumulative_extreme_ref(x, 0, False), [Inp((4, 3), "int")], (F32, I64),
+        grad=False, out_dtype=lambda d: (d, I64)),
+    Row("kthvalue_dim1", lambda x: x.kthvalue(2, 1),
+        lambda x: (np.sort(x, 1)[:, 1], np.argsort(x, 1, kind="stable")[:, 1]), [A34],
+        ALL_NUM, out_dtype=lambda d: (d, I64)),
 ]
 
 

@@ -15,9 +15,9 @@ Example::
     >>> logits.grad.shape
     (1, 3)
 
-The functions live in cohesive modules of this package (``activations``, ``convolution``,
-``pooling``, ``normalization``, ``sparse``, ``padding``, ``losses``; ``interpolate`` in
-``hybridfw.nn.interpolation``), all re-exported here.
+The functions live in cohesive modules of this package (``activations``, ``attention`` (with
+the distances), ``convolution``, ``pooling``, ``normalization``, ``sparse``, ``padding``,
+``losses``; ``interpolate`` in ``hybridfw.nn.interpolation``), all re-exported here.
 """
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ from ..interpolation import interpolate
 from .activations import (_SQRT_2_OVER_PI, _SQRT_HALF, _cast, _softmax_dim, dropout, dropout2d,
                           elu, gelu, hardtanh, leaky_relu, log_softmax, logsigmoid, prelu, relu,
                           relu6, sigmoid, silu, softmax, softplus, tanh)
+from .attention import cosine_similarity, pairwise_distance, scaled_dot_product_attention
+from .activations import (celu, glu, hardsigmoid, hardswish, mish, selu, softmin, softsign,
+                          tanhshrink, threshold)
 from .convolution import (_batched, _conv_padding, _same_dtype, _single, _unbatched, conv1d,
                           conv2d, conv_transpose2d, linear)
 from .losses import (_as_batch, _broadcast_target, _check_class_weight,
@@ -33,6 +36,7 @@ from .losses import (_as_batch, _broadcast_target, _check_class_weight,
                      _target_weights, _weighted, binary_cross_entropy,
                      binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss,
                      mse_loss, nll_loss, smooth_l1_loss)
+from .losses import cosine_embedding_loss, margin_ranking_loss, triplet_margin_loss
 from .normalization import (_check_norm_dtypes, _check_param, batch_norm, group_norm,
                             instance_norm, layer_norm, normalize)
 from .padding import _pad_index, pad
@@ -68,5 +72,9 @@ __all__ = ["relu", "leaky_relu", "prelu", "elu", "softplus", "hardtanh", "relu6"
            "adaptive_avg_pool1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate",
            "batch_norm", "instance_norm", "layer_norm", "group_norm", "embedding", "pad", "one_hot",
            "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+           "kl_div", "normalize", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "scaled_dot_product_attention", "cosine_similarity", "pairwise_distance",
+           "mish", "hardswish", "hardsigmoid", "selu", "celu", "glu", "softmin", "softsign",
+           "tanhshrink", "threshold", "cosine_embedding_loss", "margin_ranking_loss",
+           "triplet_margin_loss"]
 

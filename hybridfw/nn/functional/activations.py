@@ -127,6 +127,98 @@ def logsigmoid(input):  # noqa: A002
     return apply(N.log_sigmoid, input)
 
 
+def _floating(name: str, input) -> None:  # noqa: A002
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"{name}: expected a floating-point input, got {input.dtype}")
+
+
+def _in_place(input, fn, *args):  # noqa: A002
+    """``input`` overwritten with ``fn(input, *args)``, computed from a copy (the gradient
+    needs the old values)."""
+    return input.copy_(fn(input.clone(), *args))
+
+
+def mish(input, inplace: bool = False):  # noqa: A002
+    """``x * tanh(softplus(x))``."""
+    _floating("mish", input)
+    if inplace:
+        return _in_place(input, mish)
+    return input * apply(E.tanh, softplus(input))
+
+
+def hardswish(input, inplace: bool = False):  # noqa: A002
+    """``x * relu6(x + 3) / 6``; as PyTorch's, the gradient is 0 at -3 and 1 at 3."""
+    _floating("hardswish", input)
+    if inplace:
+        return _in_place(input, hardswish)
+    return input * apply(N.hardtanh, input + 3, min_val=0.0, max_val=6.0) / 6
+
+
+def hardsigmoid(input, inplace: bool = False):  # noqa: A002
+    """``relu6(x + 3) / 6``; the gradient is 1/6 strictly between -3 and 3, else 0."""
+    _floating("hardsigmoid", input)
+    if inplace:
+        return _in_place(input, hardsigmoid)
+    return apply(N.hardtanh, input + 3, min_val=0.0, max_val=6.0) / 6
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace: bool = False):  # noqa: A002
+    """``scale * elu(x, alpha)`` with the self-normalizing constants (alpha ~ 1.6733, scale
+    ~ 1.0507)."""
+    _floating("selu", input)
+    if inplace:
+        return _in_place(input, selu)
+    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > 0``, else ``alpha * (exp(x / alpha) - 1)``."""
+    _floating("celu", input)
+    if alpha == 0:
+        raise ValueError("celu: alpha cannot be 0")
+    if inplace:
+        return _in_place(input, celu, alpha)
+    negative = apply(E.expm1, C.clamp(input, max=0.0) / alpha) * alpha
+    return C.where(input > 0, input, negative)
+
+
+def glu(input, dim: int = -1):  # noqa: A002
+    """``a * sigmoid(b)``, where ``a`` and ``b`` are the two halves of ``input`` along
+    ``dim``."""
+    _floating("glu", input)
+    if input.ndim == 0:
+        raise ValueError("glu: does not take a 0-d input (the halved dim must be even)")
+    d = normalize_dim("glu", dim, input.ndim)
+    if input.shape[d] != -1 and input.shape[d] % 2:
+        raise ValueError(f"glu: the halved dim must be even, but dim {dim} of the input of "
+                         f"shape {tuple(input.shape)} has size {input.shape[d]}")
+    a, b = C.chunk(input, 2, d)
+    return a * apply(E.sigmoid, b)
+
+
+def softsign(input):  # noqa: A002
+    """``x / (1 + |x|)``."""
+    return input / (apply(E.abs_, input) + 1)
+
+
+def tanhshrink(input):  # noqa: A002
+    """``x - tanh(x)``."""
+    return input - apply(E.tanh, input)
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):  # noqa: A002
+    """``x`` where ``x > threshold``, else ``value`` (cast to ``input``'s dtype)."""
+    if not input.dtype.is_floating_point:
+        value = int(value) if input.dtype is not as_dtype("bool") else bool(value)
+    if inplace:
+        return input.masked_fill_(apply(E.bitwise_not, input > threshold), value)
+    return apply(E.where, input > threshold, input, value)
+
+
 def _softmax_dim(name, input, dim):
     if dim is None:  # PyTorch's legacy implicit choice
         dim = 0 if input.ndim in (0, 1, 3) else 1
@@ -151,6 +243,13 @@ def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A00
     """x - logsumexp(x) along ``dim``; finite, with finite gradients, for any finite x."""
     input = _cast(input, dtype)  # noqa: A001
     return apply(N.log_softmax, input, dim=_softmax_dim("log_softmax", input, dim))
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):  # noqa: A002
+    """``softmax(-x)`` along ``dim``."""
+    input = _cast(input, dtype)  # noqa: A001
+    _floating("softmin", input)
+    return apply(N.softmax, -input, dim=_softmax_dim("softmin", input, dim))
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):  # noqa: A002

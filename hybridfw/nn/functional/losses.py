@@ -7,6 +7,7 @@ from ...ops import composite as C
 from ...ops import elementwise as E
 from ...ops import indexing as I
 from ...ops import nn_ops as N
+from ...ops.composite_distance import pairwise_distance
 from ...ops.infer import broadcast_shapes
 from ...ops.registry import apply
 from .convolution import _same_dtype, check_broadcasts_to, require_tensor
@@ -101,6 +102,63 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0,  # no
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0,  # noqa: A002
+                          size_average=None, reduce=None, reduction: str = "mean"):
+    """``1 - cos(x1, x2)`` where the target is 1, ``max(0, cos(x1, x2) - margin)`` where it is
+    -1 (0 elsewhere), reduced; ``input1``/``input2`` are ``(N, D)`` with a ``(N,)`` target, or
+    ``(D,)`` with a 0-d one. The cosine is PyTorch's (``1e-12`` added to each squared norm)."""
+    reduction = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
+    name = "cosine_embedding_loss"
+    if target.ndim > 1:
+        raise ValueError(f"{name}: expects a 0-d or 1-d target (one per pair), got shape "
+                         f"{tuple(target.shape)}")
+    if input1.ndim != target.ndim + 1 or input2.ndim != target.ndim + 1:
+        raise ValueError(f"{name}: a {target.ndim}-d target expects {target.ndim + 1}-d inputs, "
+                         f"got shapes {tuple(input1.shape)} and {tuple(input2.shape)}")
+    broadcast_shapes(name, tuple(input1.shape), tuple(input2.shape))
+    last = input1.ndim - 1
+    product = C.sum(input1 * input2, last)
+    norms = (C.sum(input1 * input1, last) + 1e-12) * (C.sum(input2 * input2, last) + 1e-12)
+    cos = product / apply(E.sqrt, norms)
+    positive = C.where(target == 1, 1 - cos, 0.0)
+    negative = C.where(target == -1, C.clamp(cos - margin, min=0.0), 0.0)
+    return _reduce(positive + negative, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0,  # noqa: A002
+                        size_average=None, reduce=None, reduction: str = "mean"):
+    """``max(0, -y (x1 - x2) + margin)``, reduced: ``y = 1`` asks ``x1`` to rank above
+    ``x2`` by ``margin``, ``y = -1`` below. The three tensors have one number of dims (they
+    broadcast)."""
+    reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise ValueError(f"margin_ranking_loss: all input tensors should have the same number "
+                         f"of dims, got shapes input1 {tuple(input1.shape)}, input2 "
+                         f"{tuple(input2.shape)}, target {tuple(target.shape)}")
+    return _reduce(C.clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average=None,
+                        reduce=None, reduction: str = "mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the ``pairwise_distance`` (``p``,
+    ``eps``), reduced; ``swap`` takes the smaller of ``d(a, n)`` and ``d(p, n)`` as the
+    negative distance."""
+    reduction = _reduction("triplet_margin_loss", reduction, size_average, reduce)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise ValueError(f"triplet_margin_loss: anchor, positive and negative must have the "
+                         f"same number of dims, got shapes {tuple(anchor.shape)}, "
+                         f"{tuple(positive.shape)} and {tuple(negative.shape)}")
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_loss: margin must be greater than 0, got {margin}")
+    distance_positive = pairwise_distance(anchor, positive, p, eps)
+    distance_negative = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        distance_negative = C.minimum(distance_negative,
+                                      pairwise_distance(positive, negative, p, eps))
+    return _reduce(C.clamp(distance_positive - distance_negative + margin, min=0.0), reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",  # noqa: A002

@@ -1,6 +1,8 @@
 """The layers of ``hf.nn``, one kind per file."""
 from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSoftmax, PReLU, ReLU, ReLU6,
                          Sigmoid, SiLU, Softmax, Softplus, Tanh)
+from .activation import (CELU, GLU, SELU, Hardsigmoid, Hardswish, LogSigmoid, Mish, Softmin,
+                         Softsign, Tanhshrink, Threshold)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
@@ -8,6 +10,7 @@ from .dropout import Dropout, Dropout2d
 from .linear import Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                    MSELoss, NLLLoss, SmoothL1Loss)
+from .loss import CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss
 from .module import Module
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d, LayerNorm)
@@ -30,4 +33,7 @@ __all__ = ["Module", "Linear", "Identity", "Flatten", "Unflatten", "Conv1d", "Co
            "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "TransformerEncoderLayer",
            "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss",
+           "Mish", "Hardswish", "Hardsigmoid", "SELU", "CELU", "GLU", "Softmin", "Softsign",
+           "Tanhshrink", "Threshold", "LogSigmoid", "CosineEmbeddingLoss", "MarginRankingLoss",
+           "TripletMarginLoss"]

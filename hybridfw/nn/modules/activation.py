@@ -8,7 +8,8 @@ from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "PReLU", "ELU", "Softplus", "Hardtanh", "ReLU6", "GELU", "SiLU",
-           "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
+           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Mish", "Hardswish", "Hardsigmoid", "SELU",
+           "CELU", "GLU", "Softmin", "Softsign", "Tanhshrink", "Threshold", "LogSigmoid"]
 
 
 class ReLU(Module):
@@ -167,7 +168,10 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):  # noqa: A002
-        return F.silu(input)
+        return F.silu(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
@@ -182,6 +186,140 @@ class Sigmoid(Module):
 
     def forward(self, input):  # noqa: A002
         return F.sigmoid(input)
+
+
+class _InplaceActivation(Module):
+    """An activation ``F.<_function>(input, inplace=...)`` without other arguments."""
+
+    _function = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._function(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Mish(_InplaceActivation):
+    """``x * tanh(softplus(x))``."""
+
+    _function = F.mish
+
+
+class Hardswish(_InplaceActivation):
+    """``x * relu6(x + 3) / 6``."""
+
+    _function = F.hardswish
+
+    def extra_repr(self) -> str:  # (PyTorch's repr leaves inplace out here)
+        return ""
+
+
+class Hardsigmoid(_InplaceActivation):
+    """``relu6(x + 3) / 6``."""
+
+    _function = F.hardsigmoid
+
+    def extra_repr(self) -> str:  # (PyTorch's repr leaves inplace out here)
+        return ""
+
+
+class SELU(_InplaceActivation):
+    """Scaled ELU with the self-normalizing constants.
+
+    Example::
+
+        >>> import hybridfw as hf
+        >>> round(hf.nn.SELU()(hf.tensor([1.0])).item(), 4)
+        1.0507
+    """
+
+    _function = F.selu
+
+
+class CELU(Module):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x / alpha) - 1)``."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class GLU(Module):
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of the input along ``dim``."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim``."""
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.softmin(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)``."""
+
+    def forward(self, input):  # noqa: A002
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)``."""
+
+    def forward(self, input):  # noqa: A002
+        return F.tanhshrink(input)
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value``."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + \
+            (", inplace=True" if self.inplace else "")
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``, computed stably."""
+
+    def forward(self, input):  # noqa: A002
+        return F.logsigmoid(input)
 
 
 class Softmax(Module):

@@ -14,7 +14,8 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "KLDivLoss", "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss",
+           "MarginRankingLoss", "TripletMarginLoss"]
 
 
 def _legacy_reduction(size_average, reduce) -> str:
@@ -135,6 +136,47 @@ class HuberLoss(_Loss):
 
     def forward(self, input, target):  # noqa: A002
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for -1 (see
+    ``F.cosine_embedding_loss``)."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                       reduction=self.reduction)
+
+
+class MarginRankingLoss(_Loss):
+    """``max(0, -y (x1 - x2) + margin)`` (see ``F.margin_ranking_loss``)."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                     reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with the ``p``-norm pairwise distance (see
+    ``F.triplet_margin_loss``)."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
 
 
 class KLDivLoss(_Loss):
