@@ -16,7 +16,7 @@ from collections import namedtuple
 from ..dtypes import as_dtype, bool_, float16, float32, int64, promote_types, uint8
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
-from .infer import broadcast_shapes, normalize_dim, normalize_dims, numel
+from .infer import broadcast_shapes, is_index, normalize_dim, normalize_dims, numel
 from .registry import TensorLike, apply
 
 __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatten", "squeeze",
@@ -220,20 +220,12 @@ def _reshape(op: str, x, shape: tuple):
     try:
         shape = tuple(operator.index(s) for s in shape)
     except TypeError:
-        bad = next(s for s in shape if not _is_index(s))
+        bad = next(s for s in shape if not is_index(s))
         raise TypeError(f"{op}: sizes must be ints, but found element of type "
                         f"{type(bad).__name__} ({bad!r}) in {shape!r}") from None
     if op != "reshape":  # refused under the name the user called (reshape's own infer checks)
         S.resolve_shape(op, x.shape, shape)
     return apply(S.reshape, x, shape=shape)
-
-
-def _is_index(value) -> bool:
-    try:
-        operator.index(value)
-    except TypeError:
-        return False
-    return True
 
 
 def permute(input, *order, dims=None):  # noqa: A002

@@ -15,6 +15,7 @@ from ..backend import device as as_device
 from ..dtypes import as_dtype, bool_, float64, get_default_dtype, int64
 from ..random import drawing_from
 from . import creation as K
+from .infer import is_index
 from .registry import TensorLike, apply, current_interpreter
 from .shape_ops import size_entries
 
@@ -38,17 +39,9 @@ def _shape(op: str, size, size_kw=None) -> tuple:
     try:
         return tuple(operator.index(s) for s in size)
     except TypeError:
-        bad = next(s for s in size if not _is_index(s))
+        bad = next(s for s in size if not is_index(s))
         raise TypeError(f"{op}: argument 'size' must be tuple of ints, but found element of "
                         f"type {type(bad).__name__} ({bad!r}) in {size!r}") from None
-
-
-def _is_index(value) -> bool:
-    try:
-        operator.index(value)
-    except TypeError:
-        return False
-    return True
 
 
 def _dev(device) -> str:

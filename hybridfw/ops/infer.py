@@ -5,11 +5,13 @@ Errors raised here name the op and the offending shapes/dtypes: a shape problem 
 """
 from __future__ import annotations
 
+import operator
+
 from ..dtypes import DType, bool_, get_default_dtype, result_type
 from .registry import TensorLike
 
 __all__ = ["broadcast_shapes", "shape_of", "normalize_dim", "normalize_dims", "float_result",
-           "check_float", "numel"]
+           "check_float", "numel", "is_index"]
 
 
 _PY_SCALARS = (int, float, bool)
@@ -112,3 +114,13 @@ def numel(shape) -> int:
 
 
 __all__ += ["check_bool_or_int", "bool_"]
+
+
+def is_index(value) -> bool:
+    """Whether ``value`` can be a size or an index: ``operator.index`` takes it (ints, numpy
+    integers; not floats)."""
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True

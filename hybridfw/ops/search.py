@@ -19,7 +19,7 @@ from . import elementwise as E
 from .factories import zeros_like
 from .infer import normalize_dim
 from .registry import OnnxNotExportable, TensorLike, apply, onnx_rules, register
-from .sorting import _stable_argsort, argsort, sort
+from .sorting import _stable_argsort, argsort, checked_k, sort
 
 __all__ = ["searchsorted", "bucketize", "bincount", "unique", "isin", "cummax", "cummin",
            "kthvalue", "CummaxResult", "CumminResult", "KthvalueResult"]
@@ -340,13 +340,7 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     2.0
     """
     x = input
-    d = normalize_dim("kthvalue", dim, x.ndim)
-    size = x.shape[d] if x.ndim else 1
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise TypeError(f"kthvalue: k must be an int, got {k!r}")
-    if size != -1 and not 1 <= k <= size:
-        raise IndexError(f"kthvalue: k ({k}) is out of range for dim {dim} of size {size} "
-                         f"(shape {tuple(x.shape)})")
+    d = checked_k("kthvalue", x, k, dim, 1, IndexError)
     if x.ndim == 0:
         return KthvalueResult(C.reshape(x, ()), argsort(x))
     indices = C.narrow(argsort(x, d), d, k - 1, 1)

@@ -111,13 +111,7 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     [1, 2]
     """
     x = input
-    d = normalize_dim("topk", dim, x.ndim)
-    size = x.shape[d] if x.ndim else 1
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise TypeError(f"topk: k must be an int, got {k!r}")
-    if size != -1 and not 0 <= k <= size:
-        raise ValueError(f"topk: k ({k}) is out of range for dim {dim} of size {size} "
-                         f"(shape {tuple(x.shape)})")
+    d = checked_k("topk", x, k, dim, 0, ValueError)
     indices = argsort(x, d, descending=largest)
     if x.ndim == 0:
         return TopKResult(C.reshape(x, ()), indices)
@@ -263,3 +257,17 @@ def nanquantile(input, q, dim=None, keepdim: bool = False, *,  # noqa: A002
     2.0
     """
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True)
+
+
+def checked_k(op: str, x, k, dim, low: int, error) -> int:
+    """``dim`` normalized for ``x``, once ``k`` is checked: an int (TypeError) from ``low`` to
+    the dim's size, when known (``error``: topk's ValueError, kthvalue's IndexError, as
+    PyTorch)."""
+    d = normalize_dim(op, dim, x.ndim)
+    size = x.shape[d] if x.ndim else 1
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"{op}: k must be an int, got {k!r}")
+    if size != -1 and not low <= k <= size:
+        raise error(f"{op}: k ({k}) is out of range for dim {dim} of size {size} "
+                    f"(shape {tuple(x.shape)})")
+    return d

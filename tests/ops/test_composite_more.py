@@ -8,6 +8,8 @@ import pytest
 
 import hybridfw as hf
 
+from .conftest import check_static_equals_eager
+
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((3, 4))
@@ -116,16 +118,7 @@ def test_to_static_forward_and_backward():
                 + hf.index_add(a, 1, hf.tensor(IDX), c[:, :4]).pow(2).sum())
 
     names = ("a", "b", "c", "p", "ba", "bb")
-    env = _env(hf, True)
-    eager = f(*[env[n] for n in names])
-    eager.backward()
-    grads = {n: env[n].grad.numpy().copy() for n in names}
-    env = _env(hf, True)
-    static = hf.jit.to_static(f)(*[env[n] for n in names])
-    np.testing.assert_allclose(static.detach().numpy(), eager.detach().numpy(), rtol=1e-12)
-    static.backward()
-    for n in names:
-        np.testing.assert_allclose(env[n].grad.numpy(), grads[n], rtol=1e-10, atol=1e-14)
+    check_static_equals_eager(f, names, lambda: _env(hf, True))
 
 
 def test_errors():

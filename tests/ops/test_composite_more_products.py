@@ -10,6 +10,8 @@ import pytest
 
 import hybridfw as hf
 
+from .conftest import check_static_equals_eager
+
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(3)
 ARRAYS = dict(m=RNG.standard_normal((3, 4)), v=RNG.standard_normal(4), w=RNG.standard_normal(3),
@@ -127,16 +129,7 @@ def test_to_static_forward_and_backward():
                 + pieces[0].sum() * pieces[1].mean() + y.sum())
 
     names = ("m", "v", "w", "b1", "b2", "t", "u")
-    env = _env(hf, True)
-    eager = f(*[env[n] for n in names])
-    eager.backward()
-    grads = {n: env[n].grad.numpy().copy() for n in names}
-    env = _env(hf, True)
-    static = hf.jit.to_static(f)(*[env[n] for n in names])
-    np.testing.assert_allclose(static.detach().numpy(), eager.detach().numpy(), rtol=1e-12)
-    static.backward()
-    for n in names:
-        np.testing.assert_allclose(env[n].grad.numpy(), grads[n], rtol=1e-10, atol=1e-14)
+    check_static_equals_eager(f, names, lambda: _env(hf, True))
 
 
 def test_errors():

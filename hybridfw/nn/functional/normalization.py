@@ -63,17 +63,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
                 unbiased = C.reshape(var, channels) * (momentum * count / (count - 1))
                 running_var.mul_(1 - momentum).add_(unbiased)
     else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var must be given when "
-                             "training=False")
-        centered = input - C.reshape(running_mean, shape)
-        var = C.reshape(running_var, shape)
-    out = centered * apply(E.rsqrt, var + eps)
-    if weight is not None:
-        out = out * C.reshape(weight, shape)
-    if bias is not None:
-        out = out + C.reshape(bias, shape)
-    return out if out.dtype is input.dtype else out.astype(input.dtype)
+        centered, var = _running_stats("batch_norm", "training=False", input, running_mean,
+                                       running_var, shape)
+    return _normalized(input, centered, var, eps, weight, bias, shape)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None,  # noqa: A002
@@ -129,11 +121,21 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,  # no
                 batch_var = C.reshape(C.mean(var, 0), (-1,))
                 running_var.mul_(1 - momentum).add_(batch_var * (momentum * count / (count - 1)))
     else:
-        if running_mean is None or running_var is None:
-            raise ValueError("instance_norm: running_mean and running_var must be given when "
-                             "use_input_stats=False")
-        centered = input - C.reshape(running_mean, shape)
-        var = C.reshape(running_var, shape)
+        centered, var = _running_stats("instance_norm", "use_input_stats=False", input,
+                                       running_mean, running_var, shape)
+    return _normalized(input, centered, var, eps, weight, bias, shape)
+
+
+def _running_stats(name, when, input, running_mean, running_var, shape):  # noqa: A002
+    """``(input - running_mean, running_var)``, the statistics reshaped to ``shape``."""
+    if running_mean is None or running_var is None:
+        raise ValueError(f"{name}: running_mean and running_var must be given when {when}")
+    return input - C.reshape(running_mean, shape), C.reshape(running_var, shape)
+
+
+def _normalized(input, centered, var, eps, weight, bias, shape):  # noqa: A002
+    """``centered / sqrt(var + eps)``, then ``weight`` and ``bias`` (reshaped to ``shape``),
+    in the input's dtype."""
     out = centered * apply(E.rsqrt, var + eps)
     if weight is not None:
         out = out * C.reshape(weight, shape)
