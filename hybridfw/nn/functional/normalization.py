@@ -41,19 +41,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     shape = (1, channels) + (1,) * (input.ndim - 2)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
-        count = 1
-        for d in dims:
-            count *= input.shape[d]
-        if any(input.shape[d] < 0 for d in dims):
-            count = -1  # (two unknown dims multiply to a positive number)
-        if 0 < count <= 1:  # (negative: a dim unknown until run time)
-            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
-                             f"training, got input of shape {tuple(input.shape)}")
-        if count < 0:  # a static program counts the values per channel when it runs
-            count = apply(R.dim_numel, input, dim=dims)
-        mean = C.mean(input, dims, keepdim=True)
-        centered = input - mean
-        var = C.mean(centered * centered, dims, keepdim=True)
+        count, mean, centered, var = _moments("batch_norm", "value per channel", input, dims)
         if is_recomputing():  # hf.memory.checkpoint's backward: the forward updated them
             running_mean = running_var = None
         with no_grad():
@@ -98,19 +86,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,  # no
     shape = (1, channels) + (1,) * (input.ndim - 2)
     dims = tuple(range(2, input.ndim))
     if use_input_stats:
-        count = 1
-        for d in dims:
-            count *= input.shape[d]
-        if any(input.shape[d] < 0 for d in dims):
-            count = -1  # (two unknown dims multiply to a positive number)
-        if 0 < count <= 1:
-            raise ValueError(f"instance_norm: expected more than 1 spatial element when "
-                             f"training, got input of shape {tuple(input.shape)}")
-        if count < 0:  # a static program counts the positions when it runs
-            count = apply(R.dim_numel, input, dim=dims)
-        mean = C.mean(input, dims, keepdim=True)
-        centered = input - mean
-        var = C.mean(centered * centered, dims, keepdim=True)
+        count, mean, centered, var = _moments("instance_norm", "spatial element", input, dims)
         if is_recomputing():  # hf.memory.checkpoint's backward: the forward updated them
             running_mean = running_var = None
         with no_grad():
@@ -124,6 +100,25 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,  # no
         centered, var = _running_stats("instance_norm", "use_input_stats=False", input,
                                        running_mean, running_var, shape)
     return _normalized(input, centered, var, eps, weight, bias, shape)
+
+
+def _moments(name, what, input, dims):  # noqa: A002
+    """``(count, mean, input - mean, biased variance)`` over ``dims`` (kept): ``count``, the
+    values each statistic is taken over, an int, or a run-time value under dims known only
+    when the program runs; fewer than 2 (known) is refused, as PyTorch refuses it."""
+    count = 1
+    for d in dims:
+        count *= input.shape[d]
+    if any(input.shape[d] < 0 for d in dims):
+        count = -1  # (two unknown dims multiply to a positive number)
+    if 0 < count <= 1:
+        raise ValueError(f"{name}: expected more than 1 {what} when training, got input of "
+                         f"shape {tuple(input.shape)}")
+    if count < 0:  # a static program counts them when it runs
+        count = apply(R.dim_numel, input, dim=dims)
+    mean = C.mean(input, dims, keepdim=True)
+    centered = input - mean
+    return count, mean, centered, C.mean(centered * centered, dims, keepdim=True)
 
 
 def _running_stats(name, when, input, running_mean, running_var, shape):  # noqa: A002
