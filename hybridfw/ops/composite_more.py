@@ -9,11 +9,11 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 
-from ..dtypes import as_dtype, get_default_dtype, int64, result_type
+from ..dtypes import as_dtype, bool_, get_default_dtype, int64, result_type
 from . import composite as C
 from . import composite_extra as X
 from . import elementwise as E
-from .factories import arange, full
+from .factories import arange, full, full_like
 from .infer import broadcast_shapes, normalize_dim
 from .registry import TensorLike, apply
 
@@ -40,8 +40,8 @@ def _scaled_product(op: str, input, product, beta, alpha):  # noqa: A002
                          f"product's shape {shape}")
     if alpha != 1:
         product = product * alpha
-    if beta == 0:
-        return product
+    if beta == 0:  # input ignored, NaN and inf too, but differentiated (zeros), as PyTorch
+        return product + apply(E.where, full_like(input, False, dtype=bool_), input, 0)
     return product + (input if beta == 1 else input * beta)
 
 

@@ -14,7 +14,8 @@ CASES = ["Linear(3, 4)", "Linear(3, 4, bias=False)", "Conv2d(3, 8, 3)",
          "GELU(approximate='tanh')", "Softmax(dim=1)", "Flatten()", "LeakyReLU(0.2)",
          "LSTM(4, 8, num_layers=2, batch_first=True, bidirectional=True)", "GRUCell(4, 8)",
          "MultiheadAttention(16, 4)", "TransformerEncoderLayer(16, 4, dim_feedforward=32)",
-         "CrossEntropyLoss(label_smoothing=0.1)"]
+         "CrossEntropyLoss(label_smoothing=0.1)", "MSELoss(reduction='sum')",
+         "NLLLoss(reduction='none')", "L1Loss()"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -156,3 +156,15 @@ def test_to_static_with_a_run_time_batch():
     for n in (3, 4):
         a = hf.tensor(RNG.standard_normal((n, 3)))
         np.testing.assert_allclose(g(a).numpy(), f(a).numpy(), rtol=1e-12)
+
+
+def test_beta_zero_ignores_input_but_differentiates_it_as_torch():
+    """With beta=0 the input is ignored, NaN included, and its gradient is zeros (it was None:
+    the input was left out of the graph)."""
+    for fn in (lambda c, a: hf.addmm(c, a, a, beta=0),
+               hf.jit.to_static(lambda c, a: hf.addmm(c, a, a, beta=0))):
+        c = hf.tensor([[math.nan, 1.0], [1.0, 1.0]], requires_grad=True)
+        y = fn(c, hf.ones(2, 2))
+        np.testing.assert_array_equal(y.detach().numpy(), np.full((2, 2), 2.0))
+        y.sum().backward()
+        np.testing.assert_array_equal(c.grad.numpy(), np.zeros((2, 2)))

@@ -55,9 +55,6 @@ class _Loss(Module):
                              f"'none', got {reduction!r}")
         self.reduction = reduction
 
-    def extra_repr(self) -> str:
-        return "" if self.reduction == "mean" else f"reduction={self.reduction!r}"
-
 
 class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
