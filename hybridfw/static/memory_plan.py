@@ -155,7 +155,11 @@ class MemoryPlan:
         metas: value -> resolved :class:`TensorMeta`; op_infos: see :func:`resolve_shapes`.
         liveness: the :class:`Liveness` of the global block used for the plan.
         arena_bytes / lower_bound_bytes / naive_bytes: the figures; alignment: in bytes.
+        backward: for the plan of a training call's forward (``StaticFunction.memory_plan``),
+            the backward program's plan; else None.
     """
+
+    backward = None
 
     def __init__(self, *, offsets, buffer_of, buffer_end, aliases, heap, inplace, metas,
                  op_infos, liveness, arena_bytes, lower_bound_bytes, naive_bytes, alignment):
