@@ -324,3 +324,32 @@ def test_memory_plan_of_a_training_call_is_the_plan_its_forward_and_backward_run
     with hf.no_grad():
         inference = f.memory_plan(x)
     assert inference.backward is None
+
+
+def test_hf_memory_during_a_training_step_is_what_the_plan_says():
+    """Between steps: parameters + grads + Adam's two moments + the inputs + the one arena
+    (the larger of the forward's and the backward's); after the forward: the values the plan
+    fetches (results and the values the backward reads) on top."""
+    import gc
+    from hybridfw.nn import functional as F
+    gc.collect()
+    base = mem.allocated()
+    hf.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 128), nn.Tanh(),
+                          nn.Linear(128, 10))
+    f = hf.jit.to_static(model, backend="interpreted")
+    x, y = hf.randn(32, 64), hf.randint(0, 10, (32,))
+    opt = hf.optim.Adam(model.parameters(), lr=1e-3)
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(f(x), y).backward()
+        opt.step()
+    plan = f.memory_plan(x)
+    params = sum(p.numel() * 4 for p in model.parameters())
+    arena = max(plan.arena_bytes, plan.backward.arena_bytes)
+    assert mem.allocated() - base == 4 * params + arena + 32 * 64 * 4 + 32 * 8
+    opt.zero_grad()
+    before = mem.allocated()
+    out = f(x)
+    fetched = sum(plan.nbytes(n) for n, why in plan.heap.items() if why == "fetch target")
+    assert mem.allocated() - before == fetched == 2 * 32 * 128 * 4 + out.numel() * 4
