@@ -68,6 +68,8 @@ Example::
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -445,9 +447,20 @@ def recompute(program: Program, forward_fetch, backward_fetch, seed_names, budge
         within_budget=nbytes <= limit, notes=fwd.notes)
     if not report.within_budget:
         warnings.warn(f"recompute: the budget of {budget} bytes is below what the backward must "
-                      f"keep anyway; the plan keeps {nbytes} bytes", UserWarning, stacklevel=2)
+                      f"keep anyway; the plan keeps {nbytes} bytes", UserWarning,
+                      stacklevel=_caller_stacklevel())
     _plan_backward(new, fwd, forward_fetch, backward_fetch, report)
     return new, report
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` pointing a warning at the first caller outside the hybridfw package
+    (the user's call that traced the program, through to_static's layers)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _rewrite(program: Program, fwd: _Forward, recomputed: set) -> Program:

@@ -270,3 +270,15 @@ def test_hf_memory_measures_the_planned_saved_bytes(x, budget):
     (y * y).mean().backward()
     del y
     assert hf.memory.allocated() == base             # backward freed it all
+
+
+def test_a_budget_below_what_must_be_kept_warns_at_the_users_call():
+    """The warning named a line inside hybridfw (static_function.py); it names the call that
+    traced the program."""
+    import inspect
+    model = hf.jit.to_static(mlp(depth=2, dropout=0.5), memory_budget=0)
+    x = hf.randn(4, WIDTH)
+    with pytest.warns(UserWarning, match="below what the backward must keep") as record:
+        line = inspect.currentframe().f_lineno + 1
+        model(x).sum().backward()
+    assert record[0].filename == __file__ and record[0].lineno == line
