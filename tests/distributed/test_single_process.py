@@ -205,3 +205,13 @@ def test_zero_takes_pytorchs_keyword_arguments():
     with pytest.raises(ValueError, match="overlap_with_ddp=True .* not supported"):
         hf.optim.ZeroRedundancyOptimizer(model.parameters(), hf.optim.SGD, group, lr=0.5,
                                          overlap_with_ddp=True)
+
+
+@pytest.mark.parametrize("kwargs", [dict(device_ids=[0]), dict(output_device=0),
+                                    dict(device_ids=0)])
+def test_ddp_device_ids_of_a_cpu_module_are_refused_as_pytorch_does(kwargs):
+    """PyTorch's device_ids/output_device name the CUDA device of the module; a CPU module
+    takes None only (PyTorch raises a ValueError too). They were unexpected arguments."""
+    with pytest.raises(ValueError, match="device_ids and output_device are for a module on "
+                                         "one CUDA device"):
+        nn.parallel.DistributedDataParallel(nn.Linear(2, 2), **kwargs)
