@@ -1035,6 +1035,12 @@ class StaticFunction:
             shapes = {n: tuple(t.shape) for n, t in zip(names, leaves)}
             whole, report = recompute(whole, outputs.fetch + written + flag_names, present,
                                       seed_names, self.memory_budget, feed_shapes=shapes)
+            dynamic = {n: shapes[n] for n in names if -1 in block.var(n).shape}
+            if dynamic:
+                report.notes.append(
+                    f"sizes are those of the call that traced the program (inputs {dynamic}); "
+                    "the program serves every size of the dims the InputSpec leaves dynamic, "
+                    "and the bytes it keeps grow with them")
             whole = inplace_pass.run(whole, fetch)
         forward, backward, saved = split_forward_backward(
             whole, outputs.fetch + written + flag_names, present, seed_names)

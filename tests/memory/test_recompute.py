@@ -282,3 +282,19 @@ def test_a_budget_below_what_must_be_kept_warns_at_the_users_call():
         line = inspect.currentframe().f_lineno + 1
         model(x).sum().backward()
     assert record[0].filename == __file__ and record[0].lineno == line
+
+
+def test_a_budget_planned_for_dynamic_dims_says_which_sizes_it_assumed():
+    """The budget is planned for the traced call's sizes; the one program then serves every
+    batch size the InputSpec allows (keeping more for a larger batch): the report says so."""
+    model = hf.jit.to_static(mlp(depth=4), input_spec=[hf.jit.InputSpec([None, WIDTH])],
+                             memory_budget=2 * 8 * WIDTH * 4)
+    x = hf.randn(8, WIDTH, requires_grad=True)
+    model(x).sum().backward()
+    report = model.forward._last.recompute_report
+    assert report.saved_bytes <= 2 * 8 * WIDTH * 4
+    assert any(f"(8, {WIDTH})" in note and "InputSpec leaves dynamic" in note
+               for note in report.notes), report.notes
+    fixed = hf.jit.to_static(mlp(depth=4), memory_budget=2 * 8 * WIDTH * 4)
+    fixed(x).sum().backward()
+    assert not any("InputSpec" in note for note in fixed.forward._last.recompute_report.notes)
