@@ -1025,7 +1025,8 @@ class StaticFunction:
         fetch = outputs.fetch + present + written + flag_names
         seed_names = [s.name for s in seeds]
         report = None
-        if self.memory_budget is None:
+        checkpointed = getattr(program, "checkpointed", None)  # (hf.memory.checkpoint's)
+        if self.memory_budget is None and not checkpointed:
             whole = optimize(program, fetch=fetch, verify=False, copy=False)
         else:
             # recompute after CSE (which would merge the clones into their originals) and
@@ -1034,7 +1035,9 @@ class StaticFunction:
                              copy=False)
             shapes = {n: tuple(t.shape) for n, t in zip(names, leaves)}
             whole, report = recompute(whole, outputs.fetch + written + flag_names, present,
-                                      seed_names, self.memory_budget, feed_shapes=shapes)
+                                      seed_names, self.memory_budget, feed_shapes=shapes,
+                                      checkpointed=None if self.memory_budget is not None
+                                      else checkpointed)
             dynamic = {n: shapes[n] for n in names if -1 in block.var(n).shape}
             if dynamic:
                 report.notes.append(
