@@ -50,7 +50,10 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
     ``memory_budget`` (training only): ``None`` keeps every forward value the backward reads;
     ``'sqrt'`` or a number of bytes lets the backward recompute forward values instead
     (:mod:`hybridfw.memory.recompute`; the plan is
-    ``get_concrete_program(*inputs).recompute_report``).
+    ``get_concrete_program(*inputs).recompute_report``). A number of bytes bounds the forward
+    values kept for the backward (not the recomputed values the backward then holds), sized
+    for the input shapes of the call that traced the program: with an InputSpec dim left
+    dynamic, a larger size at a later call keeps proportionally more.
 
     ``backend``: ``'interpreted'`` (the executor's plans only), ``'compiled'`` (the programs'
     lowerable regions compile with numba at the first call) or ``'auto'`` (they compile once a

@@ -393,6 +393,15 @@ class ConcreteProgram:
                               if kind == "input" or (kind == "output" and not packed)]
         return plan
 
+    def run_fetch(self) -> list:
+        """What a call's run of :attr:`program` fetches: the results, then (training) the saved
+        values only the run produces, the arguments' values written back, the use flags."""
+        if self.backward_program is None:
+            return self.fetch + self._written
+        saved = [n for n in self.saved_names if n not in self.feed_names and
+                 n not in self.fetch]
+        return self.fetch + saved + self._written + self._flag_fetch
+
     def run_backward(self, arrays):
         """The input gradients from ``arrays`` (the saved values, then the seeds), a list the
         backward plan empties: the donated saved values nothing else holds are dropped after
@@ -589,15 +598,32 @@ class StaticFunction:
         needed; InputSpecs are accepted as inputs): a :class:`hybridfw.static.MemoryPlan` whose
         ``arena_bytes`` (the one buffer its intermediates share), ``lower_bound_bytes`` (the
         most bytes alive at once, what any reuse scheme needs) and ``naive_bytes`` (every
-        intermediate in its own buffer) are the figures; ``str()`` prints them."""
-        from ..static.memory_plan import plan_arena
+        intermediate in its own buffer) are the figures; ``str()`` prints them.
+
+        For a call that trains (gradients wanted), this is the forward program's plan as the
+        call runs it: the values the backward reads are fetched with the results (they stay
+        on the heap until backward); its ``backward`` attribute is the backward program's plan
+        (None when the call does not train, or when a saved value's size is known only at
+        run time). The executor's forward and backward share one arena, the larger of the
+        two."""
+        from ..static.memory_plan import plan_arena, resolve_shapes
         inputs = tuple(_example(v) for v in example_inputs)
         kwargs = {k: _example(v) for k, v in kwargs.items()}
         entry = self.get_concrete_program(*inputs, **kwargs)
         leaves: list = []
         _flatten((inputs, kwargs), leaves)
         shapes = {name: tuple(t.shape) for name, t in zip(entry.feed_names, leaves)}
-        return plan_arena(entry.program, shapes, entry.fetch)
+        resolved = resolve_shapes(entry.program, shapes)
+        plan = plan_arena(entry.program, shapes, entry.run_fetch(), shapes=resolved)
+        backward = entry.backward_program
+        if backward is None:
+            return plan
+        metas = resolved[0]
+        seeds = dict(zip(entry.seed_names, [entry.fetch[k] for k in entry.float_outputs]))
+        feed_shapes = {n: metas[seeds.get(n, n)].shape for n in backward.feeds}
+        if all(-1 not in s for s in feed_shapes.values()):
+            plan.backward = plan_arena(backward, feed_shapes, entry.grad_names_fetch)
+        return plan
 
     def get_concrete_program(self, *example_inputs, **kwargs) -> ConcreteProgram:
         inputs = tuple(_example(v) for v in example_inputs)  # as a call passes them
@@ -999,7 +1025,8 @@ class StaticFunction:
         fetch = outputs.fetch + present + written + flag_names
         seed_names = [s.name for s in seeds]
         report = None
-        if self.memory_budget is None:
+        checkpointed = getattr(program, "checkpointed", None)  # (hf.memory.checkpoint's)
+        if self.memory_budget is None and not checkpointed:
             whole = optimize(program, fetch=fetch, verify=False, copy=False)
         else:
             # recompute after CSE (which would merge the clones into their originals) and
@@ -1008,7 +1035,15 @@ class StaticFunction:
                              copy=False)
             shapes = {n: tuple(t.shape) for n, t in zip(names, leaves)}
             whole, report = recompute(whole, outputs.fetch + written + flag_names, present,
-                                      seed_names, self.memory_budget, feed_shapes=shapes)
+                                      seed_names, self.memory_budget, feed_shapes=shapes,
+                                      checkpointed=None if self.memory_budget is not None
+                                      else checkpointed)
+            dynamic = {n: shapes[n] for n in names if -1 in block.var(n).shape}
+            if dynamic:
+                report.notes.append(
+                    f"sizes are those of the call that traced the program (inputs {dynamic}); "
+                    "the program serves every size of the dims the InputSpec leaves dynamic, "
+                    "and the bytes it keeps grow with them")
             whole = inplace_pass.run(whole, fetch)
         forward, backward, saved = split_forward_backward(
             whole, outputs.fetch + written + flag_names, present, seed_names)

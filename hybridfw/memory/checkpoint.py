@@ -328,8 +328,11 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, use_reentra
     (a checkpointed segment starting with ``nn.ReLU(inplace=True)``) is refused when called,
     where PyTorch raises at backward.
 
-    Under ``hf.no_grad()``, and while a static program is being built (``hf.jit.to_static``
-    traces through it; static programs use the recompute pass), it just calls ``fn``.
+    Under ``hf.no_grad()`` it just calls ``fn``. While a static program is being built
+    (``hf.jit.to_static`` traces through it) it calls ``fn`` and marks the values ``fn``
+    computes, its results excepted, for the recompute pass: the backward program recomputes
+    them instead of the forward keeping them, as here (a ``memory_budget`` given to
+    ``to_static`` decides instead; values inside control flow are kept).
     ``use_reentrant``, ``determinism_check`` and ``debug`` are accepted as PyTorch takes them
     (one implementation serves both ``use_reentrant`` values); they are not passed to ``fn``.
 
@@ -347,8 +350,10 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, use_reentra
         raise TypeError(f"checkpoint: expected a callable as the first argument, got "
                         f"{type(fn).__name__}")
     _check_reentrant("checkpoint", use_reentrant, determinism_check, debug)
-    if not GradMode.enabled or _building_program():
+    if not GradMode.enabled:
         return fn(*args, **kwargs)
+    if _building_program():
+        return _mark_for_recompute(fn, args, kwargs)
     leaves: list = []
     structure = _flatten((args, kwargs), leaves)
     tensors = [v for v in leaves if isinstance(v, Tensor)]
@@ -363,6 +368,24 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True, use_reentra
     _flatten(result, flat)
     state = _CheckpointState(fn, structure, leaves, devices, rng_states)
     _attach(state, flat, tensors)
+    return result
+
+
+def _mark_for_recompute(fn, args, kwargs):
+    """``fn(*args, **kwargs)`` recorded into the program being built; the values its
+    operators write in the global block, its results excepted, join the program's
+    ``checkpointed`` set (what :func:`hybridfw.memory.recompute.recompute` recomputes)."""
+    program = getattr(current_interpreter(), "program", None)
+    block = program.global_block() if program is not None else None
+    if block is None or program.current_block() is not block:
+        return fn(*args, **kwargs)
+    start = len(block.ops)
+    result = fn(*args, **kwargs)
+    flat: list = []
+    _flatten(result, flat)
+    results = {getattr(v, "name", None) for v in flat}
+    inner = {name for op in block.ops[start:] for name in op.outputs} - results
+    program.checkpointed = getattr(program, "checkpointed", frozenset()) | inner
     return result
 
 

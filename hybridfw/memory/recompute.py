@@ -68,6 +68,8 @@ Example::
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -399,7 +401,7 @@ def _pareto(candidates) -> list:
 # ---- the pass ----------------------------------------------------------------------------------
 def recompute(program: Program, forward_fetch, backward_fetch, seed_names, budget, *,
               feed_shapes: dict | None = None, batch_size: int | None = None,
-              strategy: str = "auto") -> tuple:
+              strategy: str = "auto", checkpointed=None) -> tuple:
     """Rewrite a training program so the backward recomputes forward values instead of keeping
     them; return ``(program, RecomputeReport)`` (``program`` itself is not changed).
 
@@ -409,15 +411,24 @@ def recompute(program: Program, forward_fetch, backward_fetch, seed_names, budge
     concrete input shapes for the size estimates (and the backward's planned arena);
     ``batch_size``: what an unknown dim counts as. ``strategy``: ``'auto'`` (the exact dynamic
     program on chains, else greedy), ``'greedy'`` or ``'dp'`` (chains only) for byte budgets.
+
+    ``checkpointed`` (with ``budget=None``): the names to recompute, every other forward value
+    the backward reads staying saved (those ``hf.memory.checkpoint`` marked while the program
+    was traced: strategy ``'checkpoint'``); names the passes removed are ignored.
     """
-    budget = check_budget(budget)
+    if budget is None and checkpointed is None:
+        raise ValueError("recompute: pass a budget, or the checkpointed values to recompute")
+    budget = None if budget is None else check_budget(budget)
     if strategy not in STRATEGIES:
         raise ValueError(f"recompute: strategy must be one of {STRATEGIES}, got {strategy!r}")
     forward_fetch, backward_fetch = list(forward_fetch), list(backward_fetch)
     fwd = _Forward(program, forward_fetch, backward_fetch, seed_names, feed_shapes, batch_size)
     chain = _chain(fwd)
-    limit = math.inf if budget == "sqrt" else budget
-    if budget == "sqrt":
+    limit = math.inf if budget in ("sqrt", None) else budget
+    if budget is None:
+        marked = set(checkpointed)
+        used, keep = "checkpoint", {n for n in fwd.candidates() if n not in marked}
+    elif budget == "sqrt":
         used, keep = "sqrt", _plan_sqrt(fwd)
     elif strategy == "greedy" or (strategy == "auto" and chain is None):
         used, keep = "greedy", _plan_greedy(fwd, budget)
@@ -445,9 +456,20 @@ def recompute(program: Program, forward_fetch, backward_fetch, seed_names, budge
         within_budget=nbytes <= limit, notes=fwd.notes)
     if not report.within_budget:
         warnings.warn(f"recompute: the budget of {budget} bytes is below what the backward must "
-                      f"keep anyway; the plan keeps {nbytes} bytes", UserWarning, stacklevel=2)
+                      f"keep anyway; the plan keeps {nbytes} bytes", UserWarning,
+                      stacklevel=_caller_stacklevel())
     _plan_backward(new, fwd, forward_fetch, backward_fetch, report)
     return new, report
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` pointing a warning at the first caller outside the hybridfw package
+    (the user's call that traced the program, through to_static's layers)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _rewrite(program: Program, fwd: _Forward, recomputed: set) -> Program:

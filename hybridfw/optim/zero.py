@@ -51,6 +51,9 @@ class ZeroRedundancyOptimizer(Optimizer):
     ``defaults`` go to ``optimizer_class``; parameter groups work as in any optimizer (they
     carry all of ``optimizer_class``'s options) and their options (``lr`` set by a scheduler)
     reach the shard optimizer at every step. ``process_group`` is PyTorch's name for ``group``.
+    PyTorch's ``parameters_as_bucket_view`` is accepted and changes nothing here (each rank's
+    shard is already a view of the parameters' memory); ``overlap_with_ddp=True`` (a step run
+    from DDP's communication hook) is not supported and raises a ValueError.
 
     Checkpoints as in PyTorch: :meth:`consolidate_state_dict` (called on every rank) gathers
     the whole state on one rank, whose ``state_dict()`` then returns it in the format of a
@@ -69,10 +72,17 @@ class ZeroRedundancyOptimizer(Optimizer):
     """
 
     def __init__(self, params: Iterable, optimizer_class: type, group=None, *,
-                 process_group=None, **defaults):
+                 process_group=None, parameters_as_bucket_view: bool = False,
+                 overlap_with_ddp: bool = False, **defaults):
         if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
             raise TypeError(f"ZeroRedundancyOptimizer: optimizer_class must be an hf.optim "
                             f"Optimizer class (e.g. hf.optim.Adam), got {optimizer_class!r}")
+        if overlap_with_ddp:
+            raise ValueError("ZeroRedundancyOptimizer: overlap_with_ddp=True (the step run from "
+                             "a DDP communication hook) is not supported; leave it False and "
+                             "call step() after backward (DDP already overlaps its gradient "
+                             "all-reduce with backward)")
+        self.parameters_as_bucket_view = bool(parameters_as_bucket_view)
         self._group = group or process_group or default_group("ZeroRedundancyOptimizer")
         self.optimizer_class = optimizer_class
         self._local = None

@@ -43,14 +43,38 @@ from ..ops import shape_ops as S
 from ..ops.composite import reduce_grad
 from ..ops.registry import TensorLike, TensorMeta, apply, get_op
 from .control_flow import build_in, new_sub_block, outer_reads, to_variable
+from .fused import FUSIBLE_OPS
 from . import ir
 from .ir import Operator, Program, Variable
 
 __all__ = ["gradients"]
 
 # ops whose rules give each input a gradient of exactly its run-time shape, never a broadcast
-# one (cat's pieces of its gradient, getitem's scatter into zeros of its input's shape)
-_EXACT_GRADIENT_OPS = frozenset({"concat", "getitem"})
+# one (cat's pieces of its gradient, getitem's scatter into zeros of its input's shape,
+# linear's g @ weight for an input it never broadcasts)
+_EXACT_GRADIENT_OPS = frozenset({"concat", "getitem", "linear"})
+
+
+def _exact_broadcast(op, block, i: int) -> bool:
+    """Whether input ``i`` of the broadcasting elementwise ``op`` (``FUSIBLE_OPS``) has the
+    output's run-time shape: it has the output's rank and, at each dim of it known only at run
+    time, every other tensor input lacks that dim or has it as 1 (a bias added to a batch of
+    unknown size). Its gradient then needs no run-time reduction, so the backward does not
+    keep that input's value alive only to read its shape."""
+    shape = block.var(op.inputs[i]).shape
+    rank = len(block.var(op.outputs[0]).shape)
+    if len(shape) != rank:
+        return False
+    others = [block.var(n).shape for j, n in enumerate(op.inputs)
+              if j != i and isinstance(n, str)]
+    for d, size in enumerate(shape):
+        if size != -1:
+            continue
+        for other in others:
+            k = d - (rank - len(other))
+            if k >= 0 and other[k] != 1:
+                return False
+    return True
 
 
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None) -> list:
@@ -292,8 +316,9 @@ class _Backward:
                 gi = None if rule is None else rule(g, out, *args, **op.attrs)
             if gi is not None:
                 name = op.inputs[i]
-                _accumulate(grads, name, _fit(gi, block.var(name), resolve,
-                                              op.type in _EXACT_GRADIENT_OPS))
+                exact = op.type in _EXACT_GRADIENT_OPS or (
+                    op.type in FUSIBLE_OPS and _exact_broadcast(op, block, i))
+                _accumulate(grads, name, _fit(gi, block.var(name), resolve, exact))
 
     # ---- cond ------------------------------------------------------------------------------------
     def _cond(self, op, block, grads, resolve, reachable) -> None:

@@ -183,6 +183,10 @@ def check_ddp(rank: int) -> dict:
     static = hf.jit.to_static(mlp(seed=0))
     train_ddp(rank, static, bucket_cap_mb=400 / 2**20)
     out["ddp_static_params"] = params_of(static)
+    pytorch_kwargs = dict(device_ids=None, output_device=None, dim=0, bucket_cap_mb=None,
+                          gradient_as_bucket_view=True, static_graph=True)
+    out["ddp_pytorch_kwargs_params"] = params_of(train_ddp(rank, mlp(seed=0),
+                                                           **pytorch_kwargs).module)
     out["no_sync_params"] = params_of(train_no_sync(rank))
     out["events"] = overlap_events(rank)
     out["unused"] = unused_parameters(rank)

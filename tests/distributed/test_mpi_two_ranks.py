@@ -155,6 +155,14 @@ def test_ddp_over_a_to_static_module(ranks):
         assert_params_close(r["ddp_static_params"], expected)
 
 
+def test_ddp_takes_pytorchs_keyword_arguments(ranks):
+    """device_ids=None, output_device, dim, bucket_cap_mb=None, gradient_as_bucket_view,
+    static_graph: a PyTorch script's DDP call (they were unexpected keyword arguments)."""
+    expected = reference_sgd(W.mlp(seed=0))
+    for r in ranks:
+        assert_params_close(r["ddp_pytorch_kwargs_params"], expected)
+
+
 def test_no_sync_accumulates_then_averages(ranks):
     model = W.mlp(seed=0)
     opt = hf.optim.SGD(model.parameters(), lr=0.1)

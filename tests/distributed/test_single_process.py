@@ -186,3 +186,32 @@ def test_mpi_backend_without_mpi4py_says_what_to_install(monkeypatch):
                                            r"\(pip install mpi4py mpich\)"):
         dist.init_process_group("mpi")
     assert not dist.is_initialized()
+
+
+def test_zero_takes_pytorchs_keyword_arguments():
+    """parameters_as_bucket_view and overlap_with_ddp are PyTorch's arguments of
+    ZeroRedundancyOptimizer: they reached the wrapped optimizer ("SGD.__init__() got an
+    unexpected keyword argument 'parameters_as_bucket_view'")."""
+    from types import SimpleNamespace
+    group = SimpleNamespace(rank=0, world_size=1)
+    model = nn.Linear(3, 2)
+    for flag in (False, True):
+        opt = hf.optim.ZeroRedundancyOptimizer(model.parameters(), hf.optim.SGD, group,
+                                               parameters_as_bucket_view=flag, lr=0.5,
+                                               momentum=0.9, overlap_with_ddp=False)
+        assert opt.parameters_as_bucket_view is flag
+        assert opt.local_optimizer.defaults["lr"] == 0.5
+        assert "parameters_as_bucket_view" not in opt.local_optimizer.param_groups[0]
+    with pytest.raises(ValueError, match="overlap_with_ddp=True .* not supported"):
+        hf.optim.ZeroRedundancyOptimizer(model.parameters(), hf.optim.SGD, group, lr=0.5,
+                                         overlap_with_ddp=True)
+
+
+@pytest.mark.parametrize("kwargs", [dict(device_ids=[0]), dict(output_device=0),
+                                    dict(device_ids=0)])
+def test_ddp_device_ids_of_a_cpu_module_are_refused_as_pytorch_does(kwargs):
+    """PyTorch's device_ids/output_device name the CUDA device of the module; a CPU module
+    takes None only (PyTorch raises a ValueError too). They were unexpected arguments."""
+    with pytest.raises(ValueError, match="device_ids and output_device are for a module on "
+                                         "one CUDA device"):
+        nn.parallel.DistributedDataParallel(nn.Linear(2, 2), **kwargs)

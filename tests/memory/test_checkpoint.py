@@ -303,6 +303,61 @@ def test_checkpoint_of_a_to_static_module_with_batchnorm():
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
+class _Checkpointed(nn.Module):
+    """Four two-layer blocks, each checkpointed (``mode='checkpoint'``), the first two and last
+    two as checkpoint_sequential's segments (``'sequential'``), or plain."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(64, 64), nn.Tanh(),
+                                                   nn.Linear(64, 64), nn.Tanh())
+                                     for _ in range(4)])
+
+    def forward(self, x):
+        if self.mode == "sequential":
+            return mem.checkpoint_sequential(list(self.blocks), 2, x).sum()
+        for block in self.blocks:
+            x = mem.checkpoint(block, x) if self.mode == "checkpoint" else block(x)
+        return x.sum()
+
+
+@pytest.mark.parametrize("mode", ["checkpoint", "sequential"])
+def test_checkpoint_inside_to_static_recomputes_as_in_eager(mode):
+    """Inside converted code, checkpoint was a plain call: the static forward kept every
+    activation of the checkpointed blocks (8 of them here). Now the values a checkpointed
+    call computes, its results excepted, are recomputed by the backward program: the forward
+    keeps what eager checkpointing keeps, and gradients stay equal."""
+    import gc
+    x = hf.randn(32, 64)
+    act = 32 * 64 * 4
+    results = {}
+    for name, make in (("eager", lambda m: m), ("static", hf.jit.to_static)):
+        for ckpt in (mode, "plain"):
+            hf.manual_seed(0)
+            model = _Checkpointed(ckpt)
+            run = make(model)
+            xx = x.detach().requires_grad_()
+            run(xx).backward()                  # warm-up (trace, compile, create .grad)
+            xx.grad = None
+            gc.collect()
+            base = mem.allocated()
+            loss = run(xx)
+            held = mem.allocated() - base
+            loss.backward()
+            del loss  # (its node holds the converted function's arena)
+            results[name, ckpt] = held, arrays([xx.grad] + list(model.parameters()) +
+                                               [p.grad for p in model.parameters()])
+    assert results["static", "plain"][0] >= 8 * act
+    eager_held = results["eager", mode][0]
+    assert eager_held < 6 * act
+    assert results["static", mode][0] <= eager_held + act, (results["static", mode][0],
+                                                            eager_held)
+    for key, (_, got) in results.items():
+        for a, b in zip(got, results["eager", "plain"][1]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=str(key))
+
+
 # =============================================================================== memory
 def deep_mlp(n, width):
     layers = []

@@ -270,3 +270,31 @@ def test_hf_memory_measures_the_planned_saved_bytes(x, budget):
     (y * y).mean().backward()
     del y
     assert hf.memory.allocated() == base             # backward freed it all
+
+
+def test_a_budget_below_what_must_be_kept_warns_at_the_users_call():
+    """The warning named a line inside hybridfw (static_function.py); it names the call that
+    traced the program."""
+    import inspect
+    model = hf.jit.to_static(mlp(depth=2, dropout=0.5), memory_budget=0)
+    x = hf.randn(4, WIDTH)
+    with pytest.warns(UserWarning, match="below what the backward must keep") as record:
+        line = inspect.currentframe().f_lineno + 1
+        model(x).sum().backward()
+    assert record[0].filename == __file__ and record[0].lineno == line
+
+
+def test_a_budget_planned_for_dynamic_dims_says_which_sizes_it_assumed():
+    """The budget is planned for the traced call's sizes; the one program then serves every
+    batch size the InputSpec allows (keeping more for a larger batch): the report says so."""
+    model = hf.jit.to_static(mlp(depth=4), input_spec=[hf.jit.InputSpec([None, WIDTH])],
+                             memory_budget=2 * 8 * WIDTH * 4)
+    x = hf.randn(8, WIDTH, requires_grad=True)
+    model(x).sum().backward()
+    report = model.forward._last.recompute_report
+    assert report.saved_bytes <= 2 * 8 * WIDTH * 4
+    assert any(f"(8, {WIDTH})" in note and "InputSpec leaves dynamic" in note
+               for note in report.notes), report.notes
+    fixed = hf.jit.to_static(mlp(depth=4), memory_budget=2 * 8 * WIDTH * 4)
+    fixed(x).sum().backward()
+    assert not any("InputSpec" in note for note in fixed.forward._last.recompute_report.notes)

@@ -595,3 +595,56 @@ def test_no_grad_set_stops_gradients_as_paddle():
     np.testing.assert_allclose(got[1], 2 * av + xv + 2 * xv * av)
     np.testing.assert_allclose(got[2], av + av ** 2)
     np.testing.assert_allclose(got[3], av + av ** 2)
+
+
+def test_a_bias_added_to_a_batch_of_unknown_size_keeps_no_activation_for_its_shape():
+    """add(h, bias) with h (-1, 16): the output's dim 0 is h's (the bias lacks it), so h's
+    gradient is the output's, exactly. The backward read h only to learn its run-time shape
+    (a sum_to_like), which kept every Linear output alive until backward: with an InputSpec
+    batch of None, a to_static MLP saved twice the activations it saves with a fixed batch."""
+    import hybridfw as hf
+    from hybridfw import nn
+
+    def model():
+        hf.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
+                             nn.Linear(16, 4))
+
+    eager = model()
+    dynamic = hf.jit.to_static(model(), input_spec=[hf.jit.InputSpec([None, 8])])
+    fixed = hf.jit.to_static(model())
+    for batch in (5, 1):
+        x = np.random.default_rng(batch).standard_normal((batch, 8)).astype(np.float32)
+        for m in (eager, dynamic, fixed):
+            m.zero_grad()
+            xx = hf.tensor(x, requires_grad=True)
+            (m(xx) * hf.arange(4.0)).sum().backward()
+            m.grad_x = xx.grad.numpy()
+        for m in (dynamic, fixed):
+            np.testing.assert_allclose(m.grad_x, eager.grad_x, rtol=1e-5, atol=1e-6)
+            for p, q in zip(m.parameters(), eager.parameters()):
+                np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5,
+                                           atol=1e-6)
+    entry = dynamic.forward._last
+    saved = [n for n in entry.saved_names if n not in entry.feed_names]
+    fixed_saved = [n for n in fixed.forward._last.saved_names
+                   if n not in fixed.forward._last.feed_names]
+    assert len(saved) == len(fixed_saved) == 2  # the two tanh outputs
+    ops = entry.backward_program.global_block().ops
+    assert "sum_to_like" not in [op.type for op in ops]
+
+
+def test_a_dim_of_unknown_size_that_may_broadcast_is_still_reduced_at_run_time():
+    """x (-1, 3) + y (-1, 3): either may be 1 at run time, so each gradient is still reduced
+    to its input's actual shape."""
+    import hybridfw as hf
+
+    @hf.jit.to_static(input_spec=[hf.jit.InputSpec([None, 3]), hf.jit.InputSpec([None, 3])])
+    def f(x, y):
+        return ((x + y) * hf.arange(3.0)).sum()
+
+    x = hf.ones(1, 3, requires_grad=True)
+    y = hf.ones(4, 3, requires_grad=True)
+    f(x, y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 4.0, 8.0]])
+    np.testing.assert_allclose(y.grad.numpy(), np.tile([0.0, 1.0, 2.0], (4, 1)))

@@ -44,15 +44,26 @@ class DistributedDataParallel(Module):
     before the first one and after a forward that synchronizes its backward (grad mode on,
     outside ``no_sync()``); not after one under ``no_grad`` or ``no_sync()``.
     ``process_group`` is PyTorch's name for ``group``.
+
+    PyTorch's other arguments are taken by keyword: ``device_ids`` / ``output_device`` (None,
+    or the one device the module's parameters are on: ``[rank]`` for a CUDA module, as in
+    PyTorch; a CPU module takes None only), ``dim``, ``gradient_as_bucket_view``,
+    ``static_graph`` and ``check_reduction`` (accepted; they change no result here).
+    ``bucket_cap_mb=None`` is the default 25 MiB.
     """
 
-    def __init__(self, module: Module, bucket_cap_mb: float = 25,
+    def __init__(self, module: Module, bucket_cap_mb: float | None = 25,
                  find_unused_parameters: bool = False, broadcast_buffers: bool = True,
-                 group=None, *, process_group=None):
+                 group=None, *, process_group=None, device_ids=None, output_device=None,
+                 dim: int = 0, gradient_as_bucket_view: bool = False,
+                 static_graph: bool = False, check_reduction: bool = False):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be an hf.nn.Module, got "
                             f"{type(module).__name__}")
+        _check_devices(module, device_ids, output_device)
+        if bucket_cap_mb is None:
+            bucket_cap_mb = 25
         if not bucket_cap_mb > 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be > 0, got "
                              f"{bucket_cap_mb!r}")
@@ -119,6 +130,36 @@ class DistributedDataParallel(Module):
     def extra_repr(self) -> str:
         return (f"world_size={self.group.world_size}, buckets={len(self.reducer.buckets)}, "
                 f"bucket_cap_mb={self.bucket_cap_mb}")
+
+
+def _check_devices(module: Module, device_ids, output_device) -> None:
+    """PyTorch's ``device_ids`` / ``output_device`` for a single-device module: None, or that
+    device (an index means a CUDA device); a CPU module takes None only."""
+    if device_ids is None and output_device is None:
+        return
+    from ...backend import device as as_device
+    devices = {p.device for p in module.parameters()}
+    given = {"device_ids": device_ids, "output_device": output_device}
+    if len(devices) != 1 or next(iter(devices)).type != "cuda":
+        raise ValueError(f"DistributedDataParallel: device_ids and output_device are for a "
+                         f"module on one CUDA device; got device_ids={device_ids!r}, "
+                         f"output_device={output_device!r} for a module on "
+                         f"{sorted(str(d) for d in devices)} (leave both None)")
+    (on,) = devices
+    for name, value in given.items():
+        if value is None:
+            continue
+        if name == "device_ids":
+            if not isinstance(value, (list, tuple)) or len(value) != 1:
+                raise ValueError(f"DistributedDataParallel: device_ids must be None or a list "
+                                 f"of the one device the module is on ([{on.index}]), got "
+                                 f"{value!r}")
+            value = value[0]
+        want = as_device(f"cuda:{value}" if isinstance(value, int) and
+                         not isinstance(value, bool) else value)
+        if want != on:
+            raise ValueError(f"DistributedDataParallel: {name}={given[name]!r} is not the "
+                             f"device the module is on ({on})")
 
 
 def _check_same_model(group, named: list) -> None:
