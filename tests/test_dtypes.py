@@ -183,3 +183,30 @@ def test_a_numpy_scalar_alone_is_a_0d_tensor_eager_and_static():
     with hf.static.program_guard(prog):
         z = hf.isnan(np.float64(np.nan))
     assert hf.static.Executor().run(prog, fetch_list=[z], return_numpy=True)[0].item() is True
+
+
+@pytest.mark.parametrize("call", [
+    "full((2,), 1e40)", "full((2,), float('nan'), dtype=hf.int64)",
+    "zeros(2, dtype=hf.int64).fill_(float('inf'))",
+    "zeros(2).masked_fill(hf.tensor([True, False]), 1e40)",
+    "zeros(2, dtype=hf.int32).fill_(2 ** 40)", "full((2,), 300, dtype=hf.uint8)",
+    "zeros(2, dtype=hf.float16).masked_fill(hf.tensor([True, False]), -1e9)",
+])
+def test_a_fill_value_that_does_not_fit_the_dtype_raises_as_torch(call):
+    """numpy gave INT_MIN for NaN, inf for 1e40 in float32, or wrapped, silently (with a numpy
+    RuntimeWarning at most); PyTorch refuses each with a RuntimeError."""
+    with pytest.raises(RuntimeError, match="cannot be converted to .* without overflow"):
+        eval("hf." + call, {"hf": hf})
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        eval("torch." + call.replace("hf.", "torch."), {"torch": torch})
+
+
+def test_fill_values_that_fit_are_kept():
+    assert hf.full((2,), float("inf")).tolist() == [float("inf")] * 2
+    assert hf.full((2,), -1, dtype=hf.int8).tolist() == [-1, -1]
+    x = hf.zeros(3, dtype=hf.int64).masked_fill(hf.tensor([True, False, True]), 2.7)
+    assert x.tolist() == [2, 0, 2]
+    y = hf.zeros(2, dtype=hf.float16)
+    y[0] = 65504.0
+    assert y.tolist() == [65504.0, 0.0]

@@ -16,7 +16,8 @@ from collections import namedtuple
 from ..dtypes import as_dtype, bool_, float16, float32, int64, promote_types, uint8
 from . import elementwise as E, indexing as I, linalg as L, reduction as R
 from . import shape_ops as S
-from .infer import broadcast_shapes, is_index, normalize_dim, normalize_dims, numel
+from .infer import (broadcast_shapes, check_fill_value, is_index, normalize_dim, normalize_dims,
+                    numel)
 from .registry import TensorLike, apply
 
 __all__ = ["mean", "var", "std", "logsumexp", "max", "min", "transpose", "flatten", "squeeze",
@@ -511,10 +512,12 @@ def masked_fill(input, mask, value):  # noqa: A002
                              f"tensor of shape {tuple(value.shape)} (use where(mask, value, "
                              f"input) to fill from a tensor)")
         value = apply(E.cast, value, dtype=x.dtype) if value.dtype is not x.dtype else value
-    elif x.dtype is bool_ and isinstance(value, (int, float)):
-        value = builtins.bool(value)
-    elif not x.dtype.is_floating_point and isinstance(value, float):
-        value = int(value)
+    else:
+        check_fill_value("masked_fill", value, x.dtype)
+        if x.dtype is bool_ and isinstance(value, (int, float)):
+            value = builtins.bool(value)
+        elif not x.dtype.is_floating_point and isinstance(value, float):
+            value = int(value)
     out = apply(E.where, mask, value, x)
     return out if out.dtype is x.dtype else apply(E.cast, out, dtype=x.dtype)
 

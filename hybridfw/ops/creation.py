@@ -13,6 +13,7 @@ import math
 from ..backend import device as as_device
 from ..dtypes import as_dtype, bool_, float32, int64
 from ..random import generator
+from .infer import check_fill_value
 from .lowering_rules import elementwise_rule
 from .registry import onnx_rules, register
 
@@ -38,7 +39,9 @@ def _result_shape(op, like, shape):
 
 
 def _full_infer(*like, shape=None, value, dtype, device):
-    return _result_shape("full", like, shape), as_dtype(dtype), None
+    dt = as_dtype(dtype)
+    check_fill_value("full", value, dt)
+    return _result_shape("full", like, shape), dt, None
 
 
 def _full_kernel(xp, *like, shape=None, value, dtype, device):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 
 from ..dtypes import bool_, int64, uint8
-from .infer import broadcast_shapes
+from .infer import broadcast_shapes, check_fill_value
 from .lowering_rules import ScalarIndex, Unsupported, view_rule
 from ..backend import add_at
 from .registry import OnnxNotExportable, TensorLike, apply, onnx_rules, register, runtime_value
@@ -320,6 +320,8 @@ def _index_put_infer(a, value, *index, spec, accumulate=False):
             for v, t in zip(vshape[::-1], tuple(target)[::-1])):
         raise ValueError(f"index_put: value of shape {vshape} cannot be broadcast to the "
                          f"indexed shape {tuple(target)}")
+    if not accumulate:
+        check_fill_value("index_put", value, a.dtype)
     return a.shape, a.dtype, None
 
 

@@ -5,13 +5,16 @@ Errors raised here name the op and the offending shapes/dtypes: a shape problem 
 """
 from __future__ import annotations
 
+import math
 import operator
+
+import numpy as np
 
 from ..dtypes import DType, bool_, get_default_dtype, result_type
 from .registry import TensorLike
 
 __all__ = ["broadcast_shapes", "shape_of", "normalize_dim", "normalize_dims", "float_result",
-           "check_float", "numel", "is_index"]
+           "check_float", "numel", "is_index", "check_fill_value"]
 
 
 _PY_SCALARS = (int, float, bool)
@@ -124,3 +127,26 @@ def is_index(value) -> bool:
     except TypeError:
         return False
     return True
+
+
+def check_fill_value(op: str, value, dtype: DType) -> None:
+    """A Python number written into a tensor of ``dtype`` (``full``, ``fill_``, ``masked_fill``,
+    item assignment) must fit it, as PyTorch checks: NaN or infinity into an integer dtype,
+    an integer out of its range, or a finite float beyond a float dtype's largest raise a
+    RuntimeError (numpy would give INT_MIN, wrap, or inf without a word). Bools fit anything;
+    tensors are cast as they are."""
+    if value.__class__ not in (int, float) or dtype is bool_:
+        return
+    kind = dtype.np.kind
+    if kind == "f":
+        limit = float(np.finfo(dtype.np).max)
+        fits = value != value or abs(value) == float("inf") or abs(value) <= limit
+    elif kind in "iu":
+        info = np.iinfo(dtype.np)
+        fits = (value.__class__ is int or math.isfinite(value)) and \
+            info.min <= int(value) <= info.max
+    else:
+        return
+    if not fits:
+        raise RuntimeError(f"{op}: value {value!r} cannot be converted to {dtype.name} without "
+                           "overflow")
