@@ -1086,18 +1086,25 @@ def _use_flags(program, names, targets) -> list:
     static backward computes zeros for it. The flag lets the backward report None instead, as
     eager does, for a value read only by operators inside branches of conds of the global
     block (the flag: the OR of those branches' conditions); a branch that returns the value
-    itself (``return x`` on one path) reads it too. A value read anywhere else (the global
-    block, a loop body, a nested branch, a loop's initial values) counts as always used, except
-    by an operator of the global block whose result passes no gradient on to ``targets`` (the
-    outputs differentiated), such as ``y.sum()`` in the condition ``if y.sum() > 0``."""
+    itself (``return x`` on one path) reads it too, and so do the blocks nested in a branch (an
+    inner branch, a loop body: used when that outer branch runs; the inner condition is not
+    tracked, so an untaken inner branch of a taken outer one still gives zeros). A value read
+    anywhere else (the global block, a loop of the global block, a loop's initial values) counts
+    as always used, except by an operator of the global block whose result passes no gradient
+    on to ``targets`` (the outputs differentiated), such as ``y.sum()`` in the condition
+    ``if y.sum() > 0``."""
     from ..ops import elementwise as E
     from ..ops.registry import apply
     block = program.global_block()
-    owner = {}  # id(sub-block) -> (cond operator, index of the branch)
+    # id(sub-block) -> (cond operator of the global block, index of its branch) that holds it,
+    # at any depth: a value read only inside a branch, however deeply nested there (an inner
+    # branch, a loop body), is unused on the runs that do not take that branch
+    owner = {}
     for op in block.ops:
         if op.type == "cond":
             for k, sub in enumerate(op.blocks):
-                owner[id(sub)] = (op, k)
+                for inner in _nested_blocks(sub):
+                    owner[id(inner)] = (op, k)
     wanted = {n for n in names if n is not None}
     if not owner or not wanted:
         return [None] * len(names)
@@ -1144,6 +1151,14 @@ def _use_flags(program, names, targets) -> list:
             flag = made[key] = value.name
         flags.append(flag)
     return flags
+
+
+def _nested_blocks(block):
+    """``block`` and every block nested in its operators, at any depth."""
+    yield block
+    for op in block.ops:
+        for sub in op.blocks:
+            yield from _nested_blocks(sub)
 
 
 def _example(value):

@@ -1675,6 +1675,47 @@ class _TwoHeads(hf.nn.Module):
         return self.b(x)
 
 
+class _NestedHeads(hf.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = hf.nn.Linear(2, 2)
+        self.b = hf.nn.Linear(2, 2)
+        self.c = hf.nn.Linear(2, 2)
+
+    def forward(self, x):
+        x = self.c(x)
+        if x.sum() > 0:
+            if x.max() > 0:  # (true whenever the outer branch runs)
+                x = self.a(x)
+            else:
+                x = x * 2.0
+        else:
+            x = self.b(x)
+        return x
+
+
+def test_a_parameter_read_only_in_a_nested_branch_of_the_untaken_branch_gets_no_gradient():
+    """``a`` is read only inside an inner branch of the outer ``if``: when the outer branch is
+    not taken, eager gives it None; to_static gave zeros (nested branches counted as always
+    run), so weight decay and momentum moved it."""
+    hf.manual_seed(0)
+    eager, converted = _NestedHeads(), _NestedHeads()
+    converted.load_state_dict(eager.state_dict())
+    static = hf.jit.to_static(converted)
+    seen = set()
+    for x in ([[1.0, 2.0]], [[-5.0, -5.0]]):
+        x = hf.tensor(x)
+        for fn in (eager, static):
+            for p in fn.parameters():
+                p.grad = None
+            fn(x).sum().backward()
+        want = [n for n, p in eager.named_parameters() if p.grad is None]
+        got = [n for n, p in converted.named_parameters() if p.grad is None]
+        assert got == want, (x.tolist(), got, want)
+        seen.add(tuple(want))
+    assert seen == {("b.weight", "b.bias"), ("a.weight", "a.bias")}
+
+
 def test_parameters_of_the_untaken_branch_get_no_gradient():
     # as eager autograd: a parameter only the untaken branch reads gets None (not zeros), so
     # weight decay and momentum leave it alone: training matches eager step for step
