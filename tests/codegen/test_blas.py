@@ -236,7 +236,32 @@ def test_while_loop_lstm_compiled_equals_interpreted(need_blas):
                        for m in re.finditer(r"(tr\d+) = np\.ascontiguousarray\(p\d+\.T\)", s)]
             assert hoisted and any(f", {h}, False, False)" in s for h in hoisted
                                    for s in sources), sources
+            # the weight gradients summed over the steps add each step's product in place
+            assert sum(s.count("_hf_gemm_add(") for s in sources) == 2, sources
             forward = fn.compile_report().split("backward program:")[0]
             assert "interpreted:" not in forward, forward
     for got, want in zip(results["compiled"], results["interpreted"]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_gemm_add_accumulates_in_place(need_blas):
+    """``gemm_add(a, b, c, ta, tb)`` adds op(a) @ op(b) into ``c`` (every transpose pairing,
+    both float dtypes, an empty inner dim adding nothing)."""
+    import numba
+
+    @numba.njit
+    def add(a, b, c, ta, tb):
+        need_blas.gemm_add(a, b, c, ta, tb)
+
+    for dtype in ("float32", "float64"):
+        for ta in (False, True):
+            for tb in (False, True):
+                a = RNG.standard_normal((5, 3) if ta else (3, 5)).astype(dtype)
+                b = RNG.standard_normal((4, 5) if tb else (5, 4)).astype(dtype)
+                c = RNG.standard_normal((3, 4)).astype(dtype)
+                want = c + (a.T if ta else a) @ (b.T if tb else b)
+                add(a, b, c, ta, tb)
+                np.testing.assert_allclose(c, want, rtol=TOLERANCE[dtype] * 10)
+    c = np.ones((3, 4), np.float32)
+    add(np.ones((3, 0), np.float32), np.ones((0, 4), np.float32), c, False, False)
+    np.testing.assert_array_equal(c, np.ones((3, 4), np.float32))

@@ -46,7 +46,7 @@ import time
 import numpy as np
 
 from .cache import CACHE_ENV_VAR, cache_dir, load_module
-from .emit import GEMM, INTEGER_DIVISION, VECTOR_FLOAT32, Unsupported
+from .emit import GEMM, GEMM_ADD, INTEGER_DIVISION, VECTOR_FLOAT32, Unsupported
 from .regions import Region, plan_regions, region_source
 
 __all__ = ["CACHE_ENV_VAR", "CHECK_ENV_VAR", "NUMBA_ENV_VAR", "Lowered", "Region", "Unsupported", "available",
@@ -151,7 +151,8 @@ def lower_program(program, metas: dict, fetch_names) -> Lowered | None:
              "from hybridfw.static.lowering.checked import " + ", ".join(
                  f"{fn[4:]} as {fn}" for fn in INTEGER_DIVISION.values()),
              # (also registers the BLAS symbols before numba links cached code calling them)
-             f"from hybridfw.static.lowering.blas import gemm as {GEMM}", ""]
+             f"from hybridfw.static.lowering.blas import gemm as {GEMM}, gemm_add as {GEMM_ADD}",
+             ""]
     shared: dict = {}  # identical regions (a loop unrolled by the converter) share one function
     for region in regions:
         key = (tuple(region.body), tuple(region.arg_types))

@@ -38,7 +38,7 @@ from numba.extending import intrinsic
 
 from ...backend import blas_libraries
 
-__all__ = ["SYMBOLS", "available", "gemm", "library", "symbol"]
+__all__ = ["SYMBOLS", "available", "gemm", "gemm_add", "library", "symbol"]
 
 # (name with {} for the precision letter, integer bits) in the order they are tried
 SYMBOLS = (("scipy_cblas_{}gemm64_", 64), ("cblas_{}gemm64_", 64),
@@ -74,10 +74,11 @@ if available:
         llvm.add_symbol(_names[_letter], _address)
 
 
-def _gemm_codegen(letter):
-    """The LLVM call ``cblas_?gemm(RowMajor, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0,
-    c, n)`` for C-contiguous ``a``, ``b`` and ``c`` (m, n); every integer comes as an int64
-    argument (the flags are ``CblasNoTrans``/``CblasTrans``)."""
+def _gemm_codegen(letter, beta=0.0):
+    """The LLVM call ``cblas_?gemm(RowMajor, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb,
+    beta, c, n)`` for C-contiguous ``a``, ``b`` and ``c`` (m, n); every integer comes as an
+    int64 argument (the flags are ``CblasNoTrans``/``CblasTrans``). ``beta`` 0 writes the
+    product into ``c``, 1 adds it to ``c``."""
     scalar = lir.FloatType() if letter == "s" else lir.DoubleType()
     integer, enum = lir.IntType(_bits), lir.IntType(32)
     pointer = scalar.as_pointer()
@@ -92,11 +93,25 @@ def _gemm_codegen(letter):
         m, n, k, lda, ldb = (builder.trunc(v, integer) if _bits < 64 else v
                              for v in args[5:10])
         fn = cgutils.get_or_insert_function(builder.module, fnty, _names[letter])
-        one, zero = lir.Constant(scalar, 1.0), lir.Constant(scalar, 0.0)
+        one, scale = lir.Constant(scalar, 1.0), lir.Constant(scalar, beta)
         builder.call(fn, [lir.Constant(enum, _ROW_MAJOR), trans_a, trans_b, m, n, k, one,
-                          a.data, lda, b.data, ldb, zero, c.data, n])
+                          a.data, lda, b.data, ldb, scale, c.data, n])
         return context.get_dummy_value()
     return codegen
+
+
+def _gemm_signature(a, b, c, integers):
+    """The signature of a gemm intrinsic on these types, or None when they do not fit: three
+    C-contiguous 2-D arrays of one float dtype and int64 integers."""
+    arrays = (a, b, c)
+    if not available or not all(isinstance(x, types.Array) and x.ndim == 2 and x.layout == "C"
+                                for x in arrays):
+        return None
+    if {x.dtype for x in arrays} not in ({types.float32}, {types.float64}):
+        return None
+    if not all(x == types.int64 for x in integers):
+        return None
+    return types.none(a, b, c, *integers)
 
 
 @intrinsic
@@ -104,17 +119,17 @@ def _gemm_into(typingctx, a, b, c, trans_a, trans_b, m, n, k, lda, ldb):
     """``c[...] = op(a) @ op(b)`` by BLAS: three C-contiguous 2-D arrays of one float dtype,
     ``op`` a transpose where its flag is ``CblasTrans``; sizes already checked (m, n, k > 0, so
     every leading dimension is valid)."""
-    arrays = (a, b, c)
-    if not available or not all(isinstance(x, types.Array) and x.ndim == 2 and x.layout == "C"
-                                for x in arrays):
-        return None
-    if {x.dtype for x in arrays} not in ({types.float32}, {types.float64}):
-        return None
-    integers = (trans_a, trans_b, m, n, k, lda, ldb)
-    if not all(x == types.int64 for x in integers):
-        return None
-    return (types.none(a, b, c, *integers),
-            _gemm_codegen("s" if a.dtype == types.float32 else "d"))
+    signature = _gemm_signature(a, b, c, (trans_a, trans_b, m, n, k, lda, ldb))
+    return None if signature is None else \
+        (signature, _gemm_codegen("s" if a.dtype == types.float32 else "d"))
+
+
+@intrinsic
+def _gemm_add_into(typingctx, a, b, c, trans_a, trans_b, m, n, k, lda, ldb):
+    """``c[...] += op(a) @ op(b)`` by BLAS (``beta`` 1), as :func:`_gemm_into` otherwise."""
+    signature = _gemm_signature(a, b, c, (trans_a, trans_b, m, n, k, lda, ldb))
+    return None if signature is None else \
+        (signature, _gemm_codegen("s" if a.dtype == types.float32 else "d", 1.0))
 
 
 @numba.njit(inline="always")
@@ -149,3 +164,24 @@ def gemm(a, b, transpose_a=False, transpose_b=False):
                np.int64(_TRANS if transpose_b else _NO_TRANS), np.int64(m), np.int64(n),
                np.int64(k), np.int64(a.shape[1]), np.int64(b.shape[1]))
     return out
+
+
+@numba.njit(inline="always")
+def gemm_add(a, b, c, transpose_a=False, transpose_b=False):
+    """``c += a @ b`` in place (``c`` a C-contiguous (m, n) array of the operands' dtype; the
+    rest as :func:`gemm`): an accumulation without a temporary product. Compiled code only."""
+    if transpose_a:
+        k, m = a.shape
+    else:
+        m, k = a.shape
+    if transpose_b:
+        n, k2 = b.shape
+    else:
+        k2, n = b.shape
+    if k2 != k or c.shape[0] != m or c.shape[1] != n:
+        raise ValueError("gemm_add: the operands' shapes do not match the accumulator's")
+    if m == 0 or n == 0 or k == 0:  # nothing to add (BLAS rejects a leading dimension of 0)
+        return
+    _gemm_add_into(a, b, c, np.int64(_TRANS if transpose_a else _NO_TRANS),
+                   np.int64(_TRANS if transpose_b else _NO_TRANS), np.int64(m), np.int64(n),
+                   np.int64(k), np.int64(a.shape[1]), np.int64(b.shape[1]))

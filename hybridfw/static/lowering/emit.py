@@ -25,7 +25,7 @@ from ...dtypes import result_type
 from ...ops.lowering_rules import ScalarIndex, Unsupported
 from ...ops.registry import TensorMeta, get_op
 
-__all__ = ["GEMM", "NUMBA_DTYPES", "RegionEmitter", "Unsupported"]
+__all__ = ["GEMM", "GEMM_ADD", "NUMBA_DTYPES", "RegionEmitter", "Unsupported"]
 
 NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int8": "np.int8",
                 "uint8": "np.uint8", "int16": "np.int16", "int32": "np.int32",
@@ -105,8 +105,10 @@ VECTOR_FLOAT32 = {"exp": "_hf_exp32", "tanh": "_hf_tanh32", "sigmoid": "_hf_sigm
 # integer division refusing a zero divisor (:mod:`.checked`), under the names the generated
 # module imports them as
 INTEGER_DIVISION = {"floor_divide": "_hf_floor_divide_int", "remainder": "_hf_remainder_int"}
-# :func:`.blas.gemm`, under the name the generated module imports it as
+# :func:`.blas.gemm` and :func:`.blas.gemm_add`, under the names the generated module imports
+# them as
 GEMM = "_hf_gemm"
+GEMM_ADD = "_hf_gemm_add"
 # a region's own argument (``p0``, ``p1``...): read as it arrives, the same at every iteration
 _PARAMETER = re.compile(r"p\d+")
 
@@ -164,6 +166,12 @@ class ArrayContext:
         (``permute(w, (1, 0))``, as in every weight gradient) is not copied: BLAS reads the
         array transposed. Looked up here, not in the op's rule, so the ops never import this
         floor."""
+        operands = self.gemm_operands(a, b)
+        return None if operands is None else f"{GEMM}({', '.join(operands)})"
+
+    def gemm_operands(self, a: int = 0, b: int = 1) -> list | None:
+        """The arguments of a :mod:`.blas` product of operands ``a`` and ``b`` (the two arrays,
+        then the two transpose flags; see :meth:`gemm`), or None when that BLAS was not found."""
         from . import blas  # numba is there: only regions being generated get here
         if not blas.available:
             return None
@@ -180,7 +188,7 @@ class ArrayContext:
                 continue
             args.append(f"np.ascontiguousarray({base.name if base is not None else self.array(k)})")
             flags.append(str(base is not None))
-        return f"{GEMM}({', '.join(args + flags)})"
+        return args + flags
 
     def loop(self, shape):
         return self.emitter.loop(shape)
@@ -657,6 +665,9 @@ class RegionEmitter:
             items = [source.items[j] for j in attrs["saved_index"]]
         count = len(attrs["body_args"])
         loop_vars = self._loop_vars(op.inputs[1:1 + count], attrs["body_args"])
+        sums = self._accumulations(body, attrs)
+        for j, _ in sums.values():  # accumulated in place: a private copy of the initial value
+            self.line(f"{loop_vars[j].name} = {loop_vars[j].name}.copy()")
         k = self.temp("k")
         self.line(f"for {k} in range({source.count} - 1, -1, -1):")
         with self.indented():
@@ -668,10 +679,66 @@ class RegionEmitter:
                     Scalar(local, item.dtype)
             for name, var in zip(attrs["body_args"], loop_vars):
                 self.values[name] = var
-            self.emit_ops(body, body.ops)
+            added = set()  # the adds folded into their products
+            for inner in body.ops:
+                if id(inner) in added:
+                    continue
+                found = sums.get(id(inner))
+                if found is not None and self._gemm_add(inner, loop_vars[found[0]]):
+                    self.values[found[1].outputs[0]] = loop_vars[found[0]]
+                    added.add(id(found[1]))
+                    continue
+                self.emit_op(body, inner)
             self._rebind(loop_vars, self._body_results(attrs["body_outputs"]))
         for name, var in zip(op.outputs, loop_vars):
             self.values[name] = var
+
+    def _accumulations(self, body, attrs) -> dict:
+        """``{id(matmul): (j, add)}`` for the loop variables ``j`` of a ``while_grad`` body that
+        only accumulate a product (``s_j + a @ b``, a weight's gradient summed over the
+        iterations): ``s_j`` and the product read by that ``add`` alone, one shape and float
+        dtype. Their products add into the variable in place (BLAS's ``beta`` 1), with no
+        temporary product and no pass of an add over it: an LSTM's backward loop made two
+        weight-sized arrays per step for that."""
+        if any(inner.blocks for inner in body.ops):
+            return {}
+        producer = {name: inner for inner in body.ops for name in inner.outputs}
+        reads: dict = {}
+        for inner in body.ops:
+            for name in inner.input_names():
+                reads[name] = reads.get(name, 0) + 1
+        found = {}
+        for j, (arg, out) in enumerate(zip(attrs["body_args"], attrs["body_outputs"])):
+            add = producer.get(out)
+            if add is None or add.type != "add" or len(add.inputs) != 2 or \
+                    arg not in add.inputs or reads.get(out) or reads.get(arg) != 1:
+                continue
+            other = add.inputs[1] if add.inputs[0] == arg else add.inputs[0]
+            product = producer.get(other) if isinstance(other, str) else None
+            if product is None or product.type != "matmul" or reads.get(other) != 1 or \
+                    other in attrs["body_outputs"]:
+                continue
+            state, made = self.meta(arg), self.meta(other)
+            if len(state.shape) != 2 or tuple(state.shape) != tuple(made.shape) or \
+                    state.dtype is not made.dtype or state.dtype.name not in ("float32",
+                                                                               "float64"):
+                continue
+            found[id(product)] = (j, add)
+        return found
+
+    def _gemm_add(self, op, accumulator) -> bool:
+        """``accumulator += op``'s product (a ``matmul`` of 2-D operands of its dtype) as one
+        BLAS call; False (nothing written) when that BLAS is missing or the operands differ."""
+        operands = [self.value(a) for a in op.inputs]
+        if any(not isinstance(v, (Array, Deferred)) or len(v.shape) != 2 or
+               v.dtype != accumulator.dtype for v in operands):
+            return False
+        ctx = ArrayContext(self, operands, accumulator.shape, accumulator.dtype)
+        args = ctx.gemm_operands(0, 1)
+        if args is None:
+            return False
+        self.line(f"{GEMM_ADD}({', '.join(args[:2] + [accumulator.name] + args[2:])})")
+        return True
 
     def _cond(self, op) -> None:
         pred = self.scalar(self.value(op.inputs[0]), "the cond predicate")
