@@ -44,6 +44,7 @@ __all__ = [
     "convert_append",
     "convert_assert",
     "convert_call",
+    "convert_insert",
     "convert_item_update",
     "convert_len",
     "convert_list_comprehension",
@@ -689,6 +690,13 @@ def convert_extend(lst, items):
             lst = lst.append(item)
         return lst
     lst.extend(items)
+    return lst
+
+
+def convert_insert(lst, index, item):
+    if is_tensor_array(lst):
+        return lst.insert(index, item)
+    lst.insert(index, item)
     return lst
 
 

@@ -87,6 +87,42 @@ class TensorArray:
         return TensorArray([hf.cat([b, _tensor(v).astype(b.dtype).unsqueeze(0)])
                             for b, v in zip(self.buffers, leaves)], self.structure)
 
+    def insert(self, index, item) -> TensorArray:
+        """``list.insert(index, item)``: ``index`` a Python int or a value standing for one
+        (``len(lst)``), clamped as Python clamps it."""
+        import hybridfw as hf
+        if index is None:
+            raise TypeError("list.insert() takes an index and an item")
+        one = self.append(item)   # (checks the item's structure, casts its leaves)
+        return TensorArray([hf.cat([b[:index], o[-1:], b[index:]])
+                            for b, o in zip(self.buffers, one.buffers)], self.structure)
+
+    def __add__(self, other):
+        """``lst + [a, b]`` and ``lst + other_array``: the items of both, in order."""
+        import hybridfw as hf
+        if is_tensor_array(other):
+            if other.structure != self.structure or len(other.buffers) != len(self.buffers):
+                raise TypeError("concatenating lists grown inside loops decided by a tensor: "
+                                "their items must have the same structure")
+            return TensorArray([hf.cat([a, b.astype(a.dtype)])
+                                for a, b in zip(self.buffers, other.buffers)], self.structure)
+        if isinstance(other, (list, tuple)) and not isinstance(other, TensorArray):
+            if not isinstance(other, list):
+                return NotImplemented  # (list + tuple is a TypeError in Python too)
+            out = self
+            for item in other:
+                out = out.append(item)
+            return out
+        return NotImplemented
+
+    def __radd__(self, other):
+        """``[a, b] + lst``."""
+        if other.__class__ is not list:
+            return NotImplemented
+        if not other:
+            return self
+        return TensorArray.from_list_like(other, self) + self
+
     def pop(self, index=None):
         if index not in (None, -1):
             raise NotImplementedError("list.pop(i) inside a loop decided by a tensor: only "

@@ -1,5 +1,6 @@
 """List growth as rebinding: ``l.append(x)`` -> ``l = _jst.convert_append(l, x)`` (and
-``l.extend(xs)`` -> ``l = _jst.convert_extend(l, xs)``) and
+``l.extend(xs)`` -> ``l = _jst.convert_extend(l, xs)``, ``l.insert(i, x)`` ->
+``l = _jst.convert_insert(l, i, x)``) and
 ``y = l.pop(...)`` -> ``l, y = _jst.convert_pop(l, ...)``; and a list comprehension with one
 ``for`` and no condition, ``[f(p) for p in pairs]``, ->
 ``_jst.convert_list_comprehension(pairs, lambda p: f(p))``, which is a Python comprehension
@@ -83,6 +84,11 @@ class _Lists(gast.NodeTransformer):
         if target is not None and len(node.value.args) == 1 and self._local(target):
             new = replace("target = _jst.convert_extend(target, value)", target=target,
                           value=node.value.args[0])
+            return copy_location(new, node)
+        target = _method_call(node.value, "insert")
+        if target is not None and len(node.value.args) == 2 and self._local(target):
+            new = replace("target = _jst.convert_insert(target, index, value)", target=target,
+                          index=node.value.args[0], value=node.value.args[1])
             return copy_location(new, node)
         target = _method_call(node.value, "pop")
         if target is not None and len(node.value.args) <= 1 and self._local(target):
