@@ -57,3 +57,47 @@ def stack_list_insert(x, n):
 def test_list_grown_in_tensor_loop_concatenates_and_inserts(fn):
     _check(fn, [([1.0, 2.0], hf.tensor(3)), ([1.0, -2.0], hf.tensor(0)),
                 ([0.5, 2.0], hf.tensor(1))])
+
+
+# ---- zip of a tensor with a Python list ------------------------------------------------------
+def zip_tensor_list(x, weights):
+    acc = x[0] * 0
+    for k, (row, w) in enumerate(zip(x, weights)):
+        if row.sum() > 0:
+            acc = acc + row * w + k
+    return acc
+
+
+def zip_tensor_layers(x, layers):
+    for row, layer in zip(x, layers):
+        if row.sum() > 0:
+            x = x + layer(row)
+    return x
+
+
+_LAYERS = [hf.nn.Linear(2, 2).double(), hf.nn.Tanh()]
+
+
+def test_zip_of_tensor_with_python_list():
+    x1 = [[1.0, 2.0], [-3.0, 1.0], [0.5, 0.5]]
+    x2 = [[-1.0, 2.0], [3.0, 1.0], [0.5, -0.5]]
+    _check(zip_tensor_list, [(x1, [1.0, 2.0, 3.0, 4.0]), (x2, [1.0, 2.0, 3.0, 4.0])])
+    _check(zip_tensor_list, [(x1, [2.0, 0.5]), (x2, [2.0, 0.5])])   # the list is shorter
+    _check(zip_tensor_layers, [(x1, _LAYERS), (x2, _LAYERS)])
+
+
+def test_zip_of_tensor_with_python_list_under_dynamic_dim():
+    static = hf.jit.to_static(zip_tensor_list, input_spec=[hf.jit.InputSpec([None, 2])])
+    x = hf.tensor([[1.0, 2.0], [-3.0, 1.0], [0.5, 0.5]])
+    weights = [1.0, 2.0, 3.0, 4.0]
+    np.testing.assert_allclose(static(x, weights).numpy(), zip_tensor_list(x, weights).numpy())
+    np.testing.assert_allclose(static(x[:2], weights).numpy(),
+                               zip_tensor_list(x[:2], weights).numpy())
+    assert static.cache_info().misses == 1
+
+
+def test_zip_of_dynamic_length_tensor_with_other_python_items_names_the_line():
+    static = hf.jit.to_static(zip_tensor_layers, input_spec=[hf.jit.InputSpec([None, 2])])
+    with pytest.raises(TypeError, match=r"(?s)zip\(\) of a tensor whose length is only known.*"
+                                        r"list of Linear, Tanh.*zip\(x, layers\)"):
+        static(hf.tensor([[1.0, 2.0]]), _LAYERS)

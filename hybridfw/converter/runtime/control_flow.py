@@ -763,13 +763,13 @@ def _trip_count(iterable):
             from ...ops import reduction as R
             return apply(R.dim_numel, iterable, dim=(0,))
         return n
-    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip)):
+    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip, _NumberSequence)):
         return iterable.trip_count()
     return len(iterable)
 
 
 def _item_at(iterable, i):
-    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip)):
+    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip, _NumberSequence)):
         return iterable.item_at(i)
     return iterable[i]
 
@@ -782,8 +782,47 @@ def convert_enumerate(iterable, start=0):
 
 def convert_zip(*iterables):
     if any(_static_iterable(it) for it in iterables):
-        return _StaticZip(iterables)
+        if all(_static_iterable(it) for it in iterables):
+            return _StaticZip(iterables)
+        if all(not _static_iterable(it) or (is_static(it) and it.shape and it.shape[0] != -1)
+               for it in iterables):
+            # zip(x, python_list) with x's length known: Python's zip over x's rows, so each
+            # item of the list (a module, a string, a number) stays what it is
+            return zip(*iterables)
+        return _StaticZip(tuple(it if _static_iterable(it) else _as_static_sequence(it)
+                                for it in iterables))
     return zip(*iterables)
+
+
+def _as_static_sequence(iterable):
+    """A Python sequence zipped with a tensor whose length is only known when the program
+    runs: its numbers (or same-shaped tensors) stacked, so the loop can index them."""
+    import hybridfw as hf
+    items = list(iterable)
+    if items and all(isinstance(v, (bool, int, float)) for v in items):
+        return _NumberSequence(hf.tensor(items))
+    if items and all(is_static(v) or hf.is_tensor(v) for v in items) and \
+            len({tuple(v.shape) for v in items}) == 1:
+        return hf.stack(items)
+    kinds = sorted({type(v).__name__ for v in items}) or ["nothing (an empty sequence)"]
+    raise located(f"zip() of a tensor whose length is only known when the program runs with "
+                  f"a Python {type(iterable).__name__} of {', '.join(kinds)}: the loop runs in "
+                  f"the program and can only index numbers or same-shaped tensors; loop over "
+                  f"the Python sequence instead (for i, item in enumerate(items): ... x[i] ...) "
+                  f"or give that dim a fixed size", TypeError)
+
+
+class _NumberSequence:
+    """Python numbers as a tensor the loop indexes: each item is a number again (as eager)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def trip_count(self):
+        return self.values.shape[0]
+
+    def item_at(self, i):
+        return _as_number(self.values[i])
 
 
 def convert_for(iterable, body_fn, values, names, extra_test=None, writes=()):
