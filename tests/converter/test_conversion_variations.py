@@ -101,3 +101,45 @@ def test_zip_of_dynamic_length_tensor_with_other_python_items_names_the_line():
     with pytest.raises(TypeError, match=r"(?s)zip\(\) of a tensor whose length is only known.*"
                                         r"list of Linear, Tanh.*zip\(x, layers\)"):
         static(hf.tensor([[1.0, 2.0]]), _LAYERS)
+
+
+# ---- assignment expressions (:=) -------------------------------------------------------------
+def walrus_while(x):
+    while (m := x.max()) > 1:
+        x = x / 2
+        if x.min() < -4:
+            break
+    return x * m
+
+
+def walrus_while_counter(x):
+    i = 0
+    while (i := i + 1) < 4 and (s := x.sum()) < 20:
+        x = x * 2
+    return x * s + i
+
+
+def walrus_and(x, scale):
+    y = x
+    if x.sum() > 0 and (m := x.max()) > 1:
+        y = x * m
+    if (c := scale.get("c")) is not None and (k := c * 2) > 1:
+        y = y * k
+    return y
+
+
+def walrus_first_operand(x):
+    y = x
+    if (s := x.sum()) > 0 and s < 10:
+        y = x * s
+    z = (t := x.mean()) * t if x.max() > 2 else x.min()
+    return y + (0 < (u := x.max()) < 3) + z + u
+
+
+def test_assignment_expressions_bind_the_users_variable():
+    _check(walrus_while, [([3.0, 4.0],), ([0.5, 0.2],), ([3.0, -80.0],)])
+    _check(walrus_while_counter, [([1.0, 2.0],), ([10.0, 20.0],), ([0.1, 0.1],)])
+    _check(walrus_and, [([1.0, 2.0], {"c": 3.0}), ([-1.0, 2.0], {"c": 3.0}),
+                        ([0.5, 0.6], {"c": 3.0})])
+    _check(walrus_and, [([1.0, 2.0], {}), ([-1.0, 2.0], {})])
+    _check(walrus_first_operand, [([1.0, 2.0],), ([-1.0, 2.0],), ([4.0, 9.0],)])
