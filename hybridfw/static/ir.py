@@ -118,6 +118,14 @@ class Variable(TensorMethods):
                         "program runs; use hf.static.nn.cond (or hf.jit.to_static, which converts "
                         "`if` statements) instead of Python `if`")
 
+    def __index__(self):
+        raise TypeError(f"static Variable '{self.name}' (a value the program computes: a tensor, "
+                        "x.item(), int(x)) is only known when the program runs, so it cannot "
+                        "be a Python index while the program is built (a list, tuple or "
+                        "ModuleList index, a repeat count); index a tensor instead "
+                        "(hf.stack(items)[i]), pick with hf.where, or use "
+                        "to_static(..., full_graph=False) to run this function eagerly")
+
     def __len__(self) -> int:
         if not self.shape or self.shape[0] == -1:
             raise TypeError(f"len() of static Variable '{self.name}' with shape {self.shape} is "

@@ -143,3 +143,24 @@ def test_assignment_expressions_bind_the_users_variable():
                         ([0.5, 0.6], {"c": 3.0})])
     _check(walrus_and, [([1.0, 2.0], {}), ([-1.0, 2.0], {})])
     _check(walrus_first_operand, [([1.0, 2.0],), ([-1.0, 2.0],), ([4.0, 9.0],)])
+
+
+# ---- clear errors ----------------------------------------------------------------------------
+class _PickLayer(hf.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = hf.nn.ModuleList([hf.nn.Linear(3, 3) for _ in range(3)])
+
+    def forward(self, x, idx):
+        return self.layers[idx.item()](x)
+
+
+def test_program_value_as_python_index_names_it_and_the_line():
+    model = _PickLayer()
+    x, idx = hf.ones(2, 3), hf.tensor(1)
+    with pytest.raises(TypeError, match=r"(?s)only known when the program runs, so it cannot be "
+                                        r"a Python index.*ModuleList.*self\.layers\[idx\.item"):
+        hf.jit.to_static(model)(x, idx)
+    with pytest.warns(UserWarning, match="falling back to eager.*cannot be a Python index"):
+        out = hf.jit.to_static(_PickLayer(), full_graph=False)(x, idx)
+    assert tuple(out.shape) == (2, 3)
