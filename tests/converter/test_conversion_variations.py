@@ -103,6 +103,16 @@ def test_zip_of_dynamic_length_tensor_with_other_python_items_names_the_line():
         static(hf.tensor([[1.0, 2.0]]), _LAYERS)
 
 
+def genexp_over_enumerate_zip(x, y):
+    return sum(r * i for i, r in enumerate(x)) + sum(a * b for a, b in zip(x, y)) + \
+        hf.stack(list(enumerate(y))[-1][1:]).sum()
+
+
+def test_python_iteration_over_enumerate_and_zip_of_tensors():
+    _check(genexp_over_enumerate_zip, [([[1.0, 2.0], [3.0, 4.0], [5.0, 0.5]],
+                                        [[1.0, -1.0], [2.0, 0.0], [1.0, 3.0]])])
+
+
 # ---- assignment expressions (:=) -------------------------------------------------------------
 def walrus_while(x):
     while (m := x.max()) > 1:

@@ -718,9 +718,26 @@ def _as_int(value):
     return value
 
 
+def _python_iteration(static):
+    """Items of ``enumerate``/``zip`` over tensors iterated by Python (a generator expression,
+    ``list(...)``): the lengths must be known while the program is built."""
+    n = static.trip_count()
+    if is_static(n):
+        raise located(f"iterating in Python (a generator expression, list(), a comprehension "
+                      f"with a condition) over {static.what} of a tensor whose length is only "
+                      f"known when the program runs; use a for loop (converted) or tensor ops",
+                      TypeError)
+    return (static.item_at(i) for i in range(n))
+
+
 class _StaticEnumerate:
+    what = "enumerate()"
+
     def __init__(self, iterable, start):
         self.iterable, self.start = iterable, start
+
+    def __iter__(self):
+        return _python_iteration(self)
 
     def trip_count(self):
         return _trip_count(self.iterable)
@@ -730,8 +747,13 @@ class _StaticEnumerate:
 
 
 class _StaticZip:
+    what = "zip()"
+
     def __init__(self, iterables):
         self.iterables = iterables
+
+    def __iter__(self):
+        return _python_iteration(self)
 
     def trip_count(self):
         import hybridfw as hf
