@@ -59,6 +59,31 @@ def test_list_grown_in_tensor_loop_concatenates_and_inserts(fn):
                 ([0.5, 2.0], hf.tensor(1))])
 
 
+def list_setitem_after_and_in_tensor_loop(x, n):
+    out = []
+    for i in range(n):
+        out.append(x * i)
+        out[-1] = out[-1] + 1
+    out[0] = out[0] * 10
+    return hf.stack(out)
+
+
+def list_reversed(x, n):
+    out = []
+    for i in range(n):
+        out.append(x * (i + 1))
+    total = x * 0
+    for t in reversed(out):
+        total = total * 2 + t
+    return total
+
+
+def test_list_grown_in_tensor_loop_item_assignment_and_reversed():
+    _check(list_setitem_after_and_in_tensor_loop, [([1.0, 2.0], hf.tensor(3)),
+                                                   ([1.0, -2.0], hf.tensor(1))])
+    _check(list_reversed, [([1.0, 2.0], hf.tensor(3)), ([1.0, -2.0], hf.tensor(0))])
+
+
 # ---- zip of a tensor with a Python list ------------------------------------------------------
 def zip_tensor_list(x, weights):
     acc = x[0] * 0
@@ -108,9 +133,29 @@ def genexp_over_enumerate_zip(x, y):
         hf.stack(list(enumerate(y))[-1][1:]).sum()
 
 
-def test_python_iteration_over_enumerate_and_zip_of_tensors():
+def reversed_rows(x):
+    total = x[0] * 0
+    for r in reversed(x):
+        total = total * 2 + r
+    return total
+
+
+def test_python_iteration_over_enumerate_zip_and_reversed_of_tensors():
     _check(genexp_over_enumerate_zip, [([[1.0, 2.0], [3.0, 4.0], [5.0, 0.5]],
                                         [[1.0, -1.0], [2.0, 0.0], [1.0, 3.0]])])
+    _check(reversed_rows, [([[1.0, 2.0], [3.0, 4.0], [5.0, 0.5]],)])
+    static = hf.jit.to_static(reversed_rows, input_spec=[hf.jit.InputSpec([None, 2])])
+    x = hf.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 0.5]])
+    for n in (3, 1):
+        np.testing.assert_allclose(static(x[:n]).numpy(), reversed_rows(x[:n]).numpy())
+    assert static.cache_info().misses == 1
+
+
+def test_reversed_tensor_is_flip_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    a = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(reversed(hf.tensor(a)).numpy(),
+                                  reversed(torch.tensor(a)).numpy())
 
 
 # ---- assignment expressions (:=) -------------------------------------------------------------

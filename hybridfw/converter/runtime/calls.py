@@ -37,7 +37,7 @@ from .control_flow import (
     is_static,
     require_one_element,
 )
-from .tensor_array import TensorArray, is_tensor_array
+from .tensor_array import TensorArray, flip_rows, is_tensor_array
 
 __all__ = [
     "MAX_RECURSION",
@@ -794,7 +794,16 @@ def _deferred(python, template):
     return call
 
 
+def _reversed(sequence):
+    """``reversed(x)`` of a value the program computes: ``x.flip(0)`` (as PyTorch's
+    ``Tensor.__reversed__``), also with a dim 0 only known when the program runs."""
+    if is_static(sequence) and sequence.ndim:
+        return flip_rows(sequence)
+    return reversed(sequence)
+
+
 _BUILTINS = {id(k): (k, v) for k, v in {
+    builtins.reversed: _reversed,
     builtins.print: convert_print, builtins.len: convert_len, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.int: _cast(int, int64), builtins.float: _cast(float, float64),

@@ -12,7 +12,7 @@ from ...ops import reduction as R
 from ...ops.registry import apply
 from ...static.ir import Variable
 
-__all__ = ["TensorArray", "is_tensor_array"]
+__all__ = ["TensorArray", "flip_rows", "is_tensor_array"]
 
 
 def _leaves(item, out: list):
@@ -147,6 +147,25 @@ class TensorArray:
             return TensorArray([b[index] for b in self.buffers], self.structure)
         return _build(self.structure, [b[index] for b in self.buffers])
 
+    def __setitem__(self, index, item):
+        """``lst[i] = item`` (each buffer's row ``i`` replaced, out of place)."""
+        if isinstance(index, slice):
+            raise NotImplementedError("slice assignment to a list grown inside a loop decided "
+                                      "by a tensor; assign its items one by one")
+        leaves: list = []
+        if _leaves(item, leaves) != self.structure or len(leaves) != len(self.buffers):
+            raise TypeError("item assignment to a list grown inside a loop decided by a "
+                            "tensor: the item must have the structure of the others")
+        buffers = []
+        for b, v in zip(self.buffers, leaves):
+            b = b.clone()
+            b[index] = _tensor(v).astype(b.dtype)
+            buffers.append(b)
+        self.buffers = buffers
+
+    def __reversed__(self):
+        return TensorArray([flip_rows(b) for b in self.buffers], self.structure)
+
     def __iter__(self):
         n = self.buffers[0].shape[0]
         if n == -1:
@@ -170,6 +189,15 @@ class TensorArray:
         values = [materialize(b) for b in self.buffers]
         n = values[0].shape[0]
         return [_build(self.structure, [v[i] for v in values]) for i in range(n)]
+
+
+def flip_rows(value):
+    """``value.flip(0)``, also where dim 0's size is only known when the program runs."""
+    if value.shape[0] != -1:
+        return value.flip(0)
+    import hybridfw as hf
+    n = apply(R.dim_numel, value, dim=(0,))
+    return value.index_select(0, n - 1 - hf.arange(n))
 
 
 def _tensor(value):
