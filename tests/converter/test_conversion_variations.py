@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import hybridfw as hf
+from hybridfw.converter import ConversionError
 
 
 def _check(fn, calls, programs=1):
@@ -219,3 +220,48 @@ def test_program_value_as_python_index_names_it_and_the_line():
     with pytest.warns(UserWarning, match="falling back to eager.*cannot be a Python index"):
         out = hf.jit.to_static(_PickLayer(), full_graph=False)(x, idx)
     assert tuple(out.shape) == (2, 3)
+
+
+# ---- strings a tensor condition chooses ------------------------------------------------------
+def chosen_tag(x):
+    if x.sum() < 0:
+        tag = "neg"
+    else:
+        tag = "pos"
+    print("tag", tag, f"[{tag:>4}]", "mean " + f"{x.mean():.1f}")
+    print(f"{'small' if x.abs().max() < 2 else 'large'}!")
+    return x
+
+
+def test_string_chosen_by_tensor_condition_prints_each_calls_choice(capsys):
+    static = hf.jit.to_static(chosen_tag)
+    for data in ([1.0, 2.0], [-1.0, -2.0], [0.5, 0.5]):
+        chosen_tag(hf.tensor(data))
+        eager = capsys.readouterr().out
+        static(hf.tensor(data))
+        assert capsys.readouterr().out == eager
+    assert static.cache_info().misses == 1
+
+
+def chosen_tag_compared(x):
+    tag = "neg" if x.sum() < 0 else "pos"
+    if tag == "neg":
+        x = -x
+    return x
+
+
+def unmerged_printed(x):
+    y = None
+    if x.sum() > 0:
+        y = x * 2
+    print(y)
+    return x
+
+
+def test_value_without_one_value_after_a_tensor_if_is_not_printed_silently():
+    with pytest.raises(ConversionError, match=r"(?s)chosen by a condition a "
+                                                           r"tensor decides.*tag == .neg."):
+        hf.jit.to_static(chosen_tag_compared)(hf.tensor([1.0]))
+    with pytest.raises(ConversionError, match=r"(?s)'y' is a tensor .*NoneType None in "
+                                                           r"the else branch.*print\(y\)"):
+        hf.jit.to_static(unmerged_printed)(hf.tensor([1.0]))

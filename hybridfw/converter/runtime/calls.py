@@ -29,7 +29,7 @@ from ...dtypes import bool_, float64, int64
 from ...ops.registry import TensorLike
 from ...static.control_flow import active_program
 from ...static.ir import Variable
-from ..errors import UnsupportedConstructError, located, user_frame
+from ..errors import ConversionError, UnsupportedConstructError, located, user_frame
 from .control_flow import (
     convert_enumerate,
     convert_range,
@@ -38,6 +38,7 @@ from .control_flow import (
     require_one_element,
 )
 from .tensor_array import TensorArray, flip_rows, is_tensor_array
+from .undefined import Undefined
 
 __all__ = [
     "MAX_RECURSION",
@@ -287,6 +288,52 @@ class DeferredString(str):
         return _joined(other, self, str.__add__(other, self))
 
 
+class ChosenString(DeferredString):
+    """One of two strings, chosen by an ``if`` (or a conditional expression) a tensor decides:
+    printed and formatted with each run's choice; other uses (comparing it, hashing it, its
+    length) would need the choice while the program is built, and are refused."""
+
+    __slots__ = ("choices",)
+
+    def _refuse(self, *args, **kwargs):
+        a, b = self.choices
+        raise located(f"the string {a!r} or {b!r} is chosen by a condition a tensor decides, "
+                      "so it is only known when the program runs: it can be printed or "
+                      "formatted (print(s), f'{s}'), not compared or otherwise used while the "
+                      "program is built; decide with the tensor condition itself instead",
+                      ConversionError)
+
+    __eq__ = __ne__ = __hash__ = __bool__ = __len__ = __getitem__ = __contains__ = _refuse
+    __iter__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+
+def chosen_string(a: str, b: str, index) -> ChosenString:
+    """``a`` where the program's ``index`` (0 or 1) is 0, else ``b``."""
+    chosen = ChosenString(f"<{a!r} or {b!r}, chosen when the program runs>")
+    chosen.render, chosen.values, chosen.choices = (lambda fields: (a, b)[int(fields[0])],
+                                                    (index,), (a, b))
+    return chosen
+
+
+def _deferred_fields(values):
+    """``values`` with each DeferredString among them (a string an if chose, an f-string of a
+    tensor) spread into its own fields, and ``rebuild(fields)`` giving the values back, each
+    DeferredString rendered with that run's fields."""
+    if not any(isinstance(v, DeferredString) for v in values):
+        return values, lambda fields: fields
+    parts = [(v.render, len(v.values)) if isinstance(v, DeferredString) else (None, 1)
+             for v in values]
+    flat = [f for v in values for f in (v.values if isinstance(v, DeferredString) else (v,))]
+
+    def rebuild(fields):
+        out, k = [], 0
+        for render, n in parts:
+            out.append(fields[k] if render is None else render(fields[k:k + n]))
+            k += n
+        return out
+    return flat, rebuild
+
+
 def _deferred_string(text: str, render, values) -> DeferredString:
     deferred = DeferredString(text)
     deferred.render, deferred.values = render, tuple(values)
@@ -319,13 +366,17 @@ def format_string(template: str, *values):
     """An f-string or ``str.format`` call, as converted code writes it (``f"{x:.2f}"`` ->
     ``format_string("{0:.2f}", x)``): the formatted text, or for a static value a
     :class:`DeferredString` that a converted ``print`` formats on every run."""
-    if not any(is_static(v) for v in values):
+    for v in values:
+        if isinstance(v, Undefined):
+            raise v._error()
+    if not any(is_static(v) or isinstance(v, DeferredString) for v in values):
         return template.format(*values)
     try:  # the description while building (a format spec does not apply to it)
         text = template.format(*_now(values))
     except (TypeError, ValueError, IndexError, KeyError):
-        text = " ".join(str(v) for v in _now(values))
-    return _deferred_string(text, lambda fields: template.format(*fields), values)
+        text = " ".join(str.__str__(v) if isinstance(v, str) else str(v) for v in _now(values))
+    flat, rebuild = _deferred_fields(values)
+    return _deferred_string(text, lambda fields: template.format(*rebuild(fields)), flat)
 
 
 def format_percent(template: str, args):
@@ -333,15 +384,20 @@ def format_percent(template: str, args):
     :class:`DeferredString` formatted on every run (as :func:`format_string`)."""
     single = not isinstance(args, tuple)
     values = (args,) if single else args
-    if isinstance(args, dict) or not any(is_static(v) for v in values):
+    if isinstance(args, dict) or not any(is_static(v) or isinstance(v, DeferredString)
+                                         for v in values):
         return template % args
     now = _now(values)
     try:
         text = template % (now[0] if single else tuple(now))
     except (TypeError, ValueError):
-        text = " ".join(str(v) for v in now)
-    return _deferred_string(text, lambda fields: template % (fields[0] if single else
-                                                              tuple(fields)), values)
+        text = " ".join(str.__str__(v) if isinstance(v, str) else str(v) for v in now)
+    flat, rebuild = _deferred_fields(values)
+
+    def render(fields):
+        fields = rebuild(fields)
+        return template % (fields[0] if single else tuple(fields))
+    return _deferred_string(text, render, flat)
 
 
 def convert_print(*args, **kwargs):
@@ -349,6 +405,9 @@ def convert_print(*args, **kwargs):
     values of that run (Python values are those of the call that traced it; an f-string
     of a static value is formatted with that run's value too)."""
     from ...static.control_flow import active_program
+    for a in args:
+        if isinstance(a, Undefined):  # (not assigned, or no single value after an if)
+            raise a._error()
     if active_program() is None and not any(is_static(a) or isinstance(a, DeferredString)
                                             for a in args):
         return print(*args, **kwargs)

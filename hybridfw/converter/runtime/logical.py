@@ -8,7 +8,7 @@ import operator
 from ...ops import elementwise as E
 from ...ops.registry import apply
 from ...static.control_flow import active_program, cond
-from ..errors import ConversionError
+from ..errors import ConversionError, located
 from .control_flow import is_static, raise_when_run, to_predicate
 
 __all__ = [
@@ -117,6 +117,24 @@ def convert_compare(first, *rest):
 
 def convert_ifexp(test, body, orelse):
     if is_static(test):
-        return cond(to_predicate(test, "condition of the conditional expression"), body,
-                    orelse)
+        strings = {}
+
+        def arm(fn, k):
+            def run():
+                value = fn()
+                if type(value) is str:  # "neg" if x.sum() < 0 else "pos": chosen when it runs
+                    strings[k] = value
+                    return k
+                return value
+            return run
+        out = cond(to_predicate(test, "condition of the conditional expression"),
+                   arm(body, 0), arm(orelse, 1))
+        if not strings:
+            return out
+        if len(strings) == 1:
+            raise located("conditional expression on a tensor condition: one side is the "
+                          f"string {next(iter(strings.values()))!r} and the other is not; a "
+                          "static cond needs the same kind of value on both", ConversionError)
+        from .calls import chosen_string
+        return chosen_string(strings[0], strings[1], out)
     return body() if test else orelse()
