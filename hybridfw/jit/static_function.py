@@ -140,7 +140,7 @@ class _Outputs:
         if isinstance(value, Variable):
             if program.global_block().find_var(value.name) is None:
                 from ..static.builder import _escaped
-                raise ConversionError(_escaped("return", value.name))
+                raise ConversionError(_escaped("return", value.name, program))
             if value.name in program.stale:
                 raise ConversionError(f"return: {program.stale[value.name]}")
             guard = program.maybe_undefined.get(value.name)

@@ -418,6 +418,10 @@ class Program:
         # views (or viewed values) an update inside a branch or loop body could not reach:
         # name -> the error a later use raises
         self.stale: dict = {}
+        # origins of the operators of blocks built and dropped again (the converter builds a
+        # loop body once to learn its variables' types): name of a value -> (file, line,
+        # source), so an error about a value that leaked from such a block can name its line
+        self.dropped_origins: dict = {}
         # inputs whose arrays the caller hands over (as JAX's donated arguments): a compiled
         # plan takes its feed arrays in a list it empties, and drops each of these right after
         # its last use, so its memory can go before the run ends (to_static's backward drops

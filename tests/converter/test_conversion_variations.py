@@ -265,3 +265,17 @@ def test_value_without_one_value_after_a_tensor_if_is_not_printed_silently():
     with pytest.raises(ConversionError, match=r"(?s)'y' is a tensor .*NoneType None in "
                                                            r"the else branch.*print\(y\)"):
         hf.jit.to_static(unmerged_printed)(hf.tensor([1.0]))
+
+
+def append_to_inner_list(x, n):
+    out = [[], []]
+    for i in range(n):
+        out[0].append(x * i)
+    return out
+
+
+def test_value_leaving_a_tensor_loop_body_names_the_line_that_made_it():
+    with pytest.raises(ConversionError, match=r"return: value .* is not defined here: it was "
+                                              r"made inside the body .*line \d+: "
+                                              r"out\[0\]\.append\(x \* i\)\)"):
+        hf.jit.to_static(append_to_inner_list)(hf.tensor([1.0]), hf.tensor(2))

@@ -513,6 +513,10 @@ def _probe(program, body_fn, values):
                     stand_ins.append(_fresh(v))
             return tuple(body_fn(*stand_ins))
     finally:
+        for block in program.blocks[first_block:]:
+            for op in block.ops:
+                if op.origin is not None:
+                    program.dropped_origins.update(dict.fromkeys(op.outputs, op.origin))
         del program.blocks[first_block:]
 
 
