@@ -410,6 +410,9 @@ class Program:
         # name, (file, line) of the if). A use checks the flag when the program runs
         # (static.builder.require_defined); a function's return value becomes None
         self.maybe_undefined: dict = {}
+        # of those, return values that are None where their flag is false (an explicit
+        # ``return None`` or bare ``return`` on the other path): kept when every path returns
+        self.none_returns: set = set()
         # views taken while building (getitem with a basic index, reshape, permute), so that an
         # in-place update reaches them as in eager code: name of the value viewed -> [(the
         # view's Variable, op, attrs)], and name of a view -> (the viewed Variable, op, attrs)

@@ -279,3 +279,69 @@ def test_value_leaving_a_tensor_loop_body_names_the_line_that_made_it():
                                               r"made inside the body .*line \d+: "
                                               r"out\[0\]\.append\(x \* i\)\)"):
         hf.jit.to_static(append_to_inner_list)(hf.tensor([1.0]), hf.tensor(2))
+
+
+# ---- return None on some paths ---------------------------------------------------------------
+def none_explicit(x):
+    if x.sum() > 0:
+        return x * 2
+    return None
+
+
+def none_bare_first(x):
+    if x.sum() < 0:
+        return
+    return x * 2
+
+
+def none_in_tuple(x):
+    if x.sum() < 0:
+        return x, None
+    return x, x * 2
+
+
+def none_in_nested_if(x):
+    if x.sum() > 0:
+        if x.max() > 1:
+            return x * 3
+        return None
+    return x
+
+
+def none_in_for(x):
+    for r in x:
+        if r.sum() < 0:
+            return None
+    return x * 2
+
+
+def none_in_while(x):
+    i = 0
+    while i < x.shape[0]:
+        if x[i].sum() < 0:
+            return None
+        i += 1
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [none_explicit, none_bare_first, none_in_tuple, none_in_nested_if,
+                                none_in_for, none_in_while])
+def test_return_none_on_some_paths_returns_none_there(fn):
+    static = hf.jit.to_static(fn)
+    for data in ([[1.0, 2.0]], [[-1.0, -2.0]], [[0.5, 0.2]], [[1.0, 2.0], [-4.0, 1.0]]):
+        x, y = (hf.tensor(data, requires_grad=True) for _ in range(2))
+        eager, got = fn(x), static(y)
+        flat_e = list(eager) if isinstance(eager, tuple) else [eager]
+        flat_g = list(got) if isinstance(got, tuple) else [got]
+        assert len(flat_g) == len(flat_e)
+        for e, g in zip(flat_e, flat_g):
+            assert (g is None) == (e is None), (data, eager, got)
+            if e is not None:
+                np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy())
+        if flat_e[-1] is not None:
+            sum((e * e).sum() for e in flat_e).backward()
+            sum((g * g).sum() for g in flat_g).backward()
+        assert (y.grad is None) == (x.grad is None)
+        if x.grad is not None:
+            np.testing.assert_allclose(y.grad.numpy(), x.grad.numpy())
+    assert static.cache_info().programs == 2   # (two input shapes)

@@ -26,7 +26,7 @@ from ...static.ir import Operator, Variable
 from ...static.py_func import py_func
 from ..errors import ConversionError, add_user_location, located, user_frame
 from .tensor_array import TensorArray, is_tensor_array
-from .undefined import UNREACHED, Unmerged, is_undefined
+from .undefined import UNDEFINED_RETURN, UNREACHED, Unmerged, is_undefined
 
 __all__ = [
     "TensorRange",
@@ -347,6 +347,12 @@ class _Merge:
             a, b = (stand_in, b) if a is UNREACHED else (a, stand_in)
         if a is b:
             return a  # unchanged by both branches (or the same object)
+        none_return = name.startswith("_hf_retval_") and (a is None) != (b is None) and \
+            isinstance(b if a is None else a, (Variable, TensorLike))
+        if none_return:
+            # return None (or a bare return) on one path and a tensor on the other: as a
+            # function falling off its end there, the call returns None when it takes it
+            a, b = (UNDEFINED_RETURN if a is None else a), (UNDEFINED_RETURN if b is None else b)
         for side in (a, b):
             if side.__class__ is Unmerged:
                 return side  # (a value no use may read stays one)
@@ -378,6 +384,9 @@ class _Merge:
                 self.program.maybe_undefined[out.name] = (
                     flag.name, name,
                     None if frame is None else (frame.f_code.co_filename, frame.f_lineno))
+                if none_return or any(side.__class__ is Variable and side.name in
+                                      self.program.none_returns for side in (a, b)):
+                    self.program.none_returns.add(out.name)
             return out
         if is_tensor_array(a) and is_tensor_array(b) and a.structure == b.structure:
             return TensorArray([self._leaf(x, y, name) for x, y in zip(a.buffers, b.buffers)],
@@ -598,6 +607,9 @@ def _static_loop(cond_fn, body_fn, values, names):
         if number:  # a Python number in eager code: returned as one (see Variable.item)
             program.python_scalars.add(final.name)
     out = unpack(finals[:n_values])
+    for i, (name, after) in enumerate(zip(names, probed)):
+        if after is None and is_undefined(out[i]) and name.startswith("_hf_retval_"):
+            out[i] = None  # `return None` in the body: None where the loop returned
     if unbound:
         frame = user_frame(1)
         where = None if frame is None else (frame.f_code.co_filename, frame.f_lineno, "loop")
