@@ -85,6 +85,24 @@ def test_list_grown_in_tensor_loop_item_assignment_and_reversed():
     _check(list_reversed, [([1.0, 2.0], hf.tensor(3)), ([1.0, -2.0], hf.tensor(0))])
 
 
+def list_truth_value(x, max_len):
+    finished = []
+    step = 0
+    while len(finished) < 2 and step < max_len:
+        if x.sum() * step > 3:
+            finished.append(x * step)
+        step += 1
+    if not finished:
+        x = x - 1
+    if finished and x.sum() > 0:
+        x = x * 2
+    return hf.stack(finished).sum(0) + x if finished else x
+
+
+def test_list_grown_in_tensor_loop_as_truth_value():
+    _check(list_truth_value, [([1.0, 2.0], 10), ([0.1, 0.1], 10), ([-1.0, 0.5], 10)])
+
+
 # ---- zip of a tensor with a Python list ------------------------------------------------------
 def zip_tensor_list(x, weights):
     acc = x[0] * 0

@@ -108,6 +108,14 @@ def to_predicate(value, what: str = "condition") -> Variable:
     return value
 
 
+def truth_of(value):
+    """``value`` where Python takes its truth value: a list grown inside a loop a tensor
+    decides (``if outs:``, ``while queue:``) is whether it has items, when the program runs."""
+    if is_tensor_array(value):
+        return value.length() > 0
+    return value
+
+
 def _refuse_writes(writes, construct: str):
     """Refuse assigning global or nonlocal names inside a construct a tensor decides: its body
     is traced once while the program is built, not run on each call, so the assignment could
@@ -129,6 +137,7 @@ def _refuse_writes(writes, construct: str):
 def convert_ifelse(pred, true_fn, false_fn, values, names, writes=()):
     """``if pred: <true_fn> else: <false_fn>`` over the variables ``names`` (``writes``: the
     global or nonlocal names the branches assign)."""
+    pred = truth_of(pred)
     if not is_static(pred):
         return true_fn(*values) if pred else false_fn(*values)
     if writes:
@@ -483,7 +492,7 @@ def convert_while(cond_fn, body_fn, values, names, writes=()):
     is a static value, then one static ``while`` for the rest."""
     values = tuple(values)
     while True:
-        flag = cond_fn(*values)
+        flag = truth_of(cond_fn(*values))
         if is_static(flag):
             to_predicate(flag, "loop condition")
             if writes:
@@ -592,7 +601,7 @@ def _static_loop(cond_fn, body_fn, values, names):
 
     # (fresh Variable objects: an in-place op would rebind the loop's own block arguments)
     def loop_cond(*leaves):
-        flag = cond_fn(*_fresh_variables(unpack(numbers_inside(leaves[:n_values]))))
+        flag = truth_of(cond_fn(*_fresh_variables(unpack(numbers_inside(leaves[:n_values])))))
         return to_predicate(flag, "loop condition") if is_static(flag) else bool(flag)
 
     def loop_body(*leaves):

@@ -9,7 +9,7 @@ from ...ops import elementwise as E
 from ...ops.registry import apply
 from ...static.control_flow import active_program, cond
 from ..errors import ConversionError, located
-from .control_flow import is_static, raise_when_run, to_predicate
+from .control_flow import is_static, raise_when_run, to_predicate, truth_of
 
 __all__ = [
     "convert_compare",
@@ -74,20 +74,21 @@ def _number_like(value) -> bool:
 
 
 def convert_logical_and(lhs, rhs):
-    left = lhs()
+    left = truth_of(lhs())
     if not is_static(left):
         return rhs() if left else left
     return _short_circuit(left, rhs, True, "left side of 'and'")
 
 
 def convert_logical_or(lhs, rhs):
-    left = lhs()
+    left = truth_of(lhs())
     if not is_static(left):
         return left if left else rhs()
     return _short_circuit(left, rhs, False, "left side of 'or'")
 
 
 def convert_logical_not(value):
+    value = truth_of(value)
     if is_static(value):  # a Python bool in eager code, whatever the operand
         out = apply(E.eq, to_predicate(value, "operand of 'not'"), False)
         out.block.program.python_scalars.add(out.name)
@@ -116,6 +117,7 @@ def convert_compare(first, *rest):
 
 
 def convert_ifexp(test, body, orelse):
+    test = truth_of(test)
     if is_static(test):
         strings = {}
 
