@@ -120,7 +120,8 @@ class Variable(TensorMethods):
 
     def __index__(self):
         raise TypeError(f"static Variable '{self.name}' (a value the program computes: a tensor, "
-                        "x.item(), int(x)) is only known when the program runs, so it cannot "
+                        "x.item(), int(x), or a size under an InputSpec None such as "
+                        "x.shape[0]) is only known when the program runs, so it cannot "
                         "be a Python index while the program is built (a list, tuple or "
                         "ModuleList index, a repeat count); index a tensor instead "
                         "(hf.stack(items)[i]), pick with hf.where, or use "

@@ -363,3 +363,28 @@ def test_return_none_on_some_paths_returns_none_there(fn):
         if x.grad is not None:
             np.testing.assert_allclose(y.grad.numpy(), x.grad.numpy())
     assert static.cache_info().programs == 2   # (two input shapes)
+
+
+def dict_keys_added_in_tensor_loop(x, n):
+    d = {"first": x}
+    for i in range(n):
+        d[f"k{i}"] = x * i
+    return d
+
+
+def test_dict_keys_changed_in_tensor_loop_names_the_dict_and_what_to_do():
+    with pytest.raises(ConversionError, match=r"(?s)its body changes the keys of dict variable "
+                                              r"'d' \(adds the keys .*create them before the "
+                                              r"loop.*for i in range\(n\)"):
+        hf.jit.to_static(dict_keys_added_in_tensor_loop)(hf.tensor([1.0]), hf.tensor(2))
+
+
+def pad_to_eight(x):
+    return hf.nn.functional.pad(x, (0, 8 - x.shape[-1]))
+
+
+def test_run_time_size_as_python_int_names_it():
+    static = hf.jit.to_static(pad_to_eight, input_spec=[hf.jit.InputSpec([2, None])])
+    with pytest.raises(TypeError, match=r"(?s)a size under an InputSpec None.*cannot be a "
+                                        r"Python index.*8 - x\.shape"):
+        static(hf.ones(2, 3))

@@ -566,6 +566,19 @@ def _static_loop(cond_fn, body_fn, values, names):
             if carry.kind == "tree":
                 got: list = []
                 if is_undefined(value) or _tree_leaves(value, got) != carry.structure:
+                    if isinstance(value, dict) and carry.structure[0] == "dict" and \
+                            tuple(value) != carry.structure[1]:
+                        added = [k for k in value if k not in carry.structure[1]]
+                        removed = [k for k in carry.structure[1] if k not in value]
+                        change = ", ".join(
+                            ([f"adds the keys {added}"] if added else []) +
+                            ([f"removes the keys {removed}"] if removed else []))
+                        raise located(
+                            f"loop on a tensor condition: its body changes the keys of dict "
+                            f"{_variable(name)} ({change}); a loop the program runs carries a "
+                            "fixed set of "
+                            "keys: create them before the loop (d[k] = hf.zeros_like(x)), or "
+                            "append the values to a list", ConversionError)
                     raise located(f"loop on a tensor condition: {_variable(name)} is "
                                   f"{_describe(value)} after an iteration, but the loop "
                                   f"carries it as {_describe(_tree_build(carry.structure, iter(['tensor'] * carry.count)))}",
