@@ -117,6 +117,60 @@ def _argument_of(function, i, args, kwargs, bound: bool) -> str:
     return found[i] if i < len(found) else f"input {i}"
 
 
+def _containers(function, args, kwargs, bound: bool) -> list:
+    """``(how the user names it, the list or dict, its state)`` for each list and dict among a
+    call's (rebuilt) arguments, to see afterwards which ones the function changed."""
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if bound and names:
+        names = names[1:]  # self
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, (list, dict)):
+            found.append((path, value, _state(value)))
+            for k, v in (value.items() if isinstance(value, dict) else enumerate(value)):
+                walk(v, f"{path}[{k!r}]")
+    for k, value in enumerate(args):
+        walk(value, repr(names[k]) if k < len(names) else f"#{k}")
+    for key, value in kwargs.items():
+        walk(value, repr(key))
+    return found
+
+
+def _state(container):
+    items = container.items() if isinstance(container, dict) else enumerate(container)
+    return tuple((k, id(v)) for k, v in items)
+
+
+def _changed(before, after, kind) -> str:
+    """What changed between two :func:`_state` s of a list (``kind`` 'list') or dict."""
+    old, new = dict(before), dict(after)
+    if kind == "list" and len(old) != len(new):
+        return f"its length goes from {len(old)} to {len(new)}"
+    parts = []
+    added = [k for k in new if k not in old]
+    removed = [k for k in old if k not in new]
+    replaced = [k for k in new if k in old and new[k] != old[k]]
+    for label, keys in (("adds", added), ("removes", removed), ("sets", replaced)):
+        if keys:
+            parts.append(f"{label} {'items' if kind == 'list' else 'keys'} "
+                         f"{', '.join(repr(k) for k in keys)}")
+    return "; ".join(parts)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of a warning that names the first frame outside hybridfw."""
+    import os
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = inspect.currentframe().f_back, 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _rebuild(value, it):
     if isinstance(value, Tensor):
         return next(it)
@@ -850,7 +904,10 @@ class StaticFunction:
                 it = iter(feeds)
                 static_args = _rebuild(list(args), it)
                 static_kwargs = _rebuild(dict(kwargs), it)
+                containers = _containers(self.dygraph_function, static_args, static_kwargs,
+                                         self.instance is not None)
                 result = self._converted()(*static_args, **static_kwargs)
+                self._warn_changed_containers(containers)
                 updates = self._argument_updates(program, feeds, names, leaves)
                 outputs = _Outputs(program, result)
                 entry = self._finish(program, outputs, names, leaves, grad, updates)
@@ -868,6 +925,21 @@ class StaticFunction:
         self._watch(recorded)
         self._cache[key] = entry
         return entry
+
+    def _warn_changed_containers(self, containers) -> None:
+        """Warn of each list or dict argument the function changed (``cache['k'] = k``,
+        ``outs.append(y)``): a converted function is given copies of them, so unlike eager
+        code the change does not reach the caller (and it happens only when a call traces)."""
+        for path, container, before in containers:
+            after = _state(container)
+            if after != before:
+                kind = type(container).__name__
+                warnings.warn(
+                    f"to_static({self.__qualname__}): the function changes its argument {path} "
+                    f"(a {kind}: {_changed(before, after, kind)}); a converted function works "
+                    f"on a copy of the lists and dicts it is given, so unlike eager code the "
+                    f"caller's {kind} does not change; return the new values instead "
+                    f"(return y, cache)", UserWarning, stacklevel=_caller_level())
 
     def _argument_updates(self, program, feeds, names, leaves) -> list:
         """``(argument index, name of its final value)`` for each tensor argument the function

@@ -4,6 +4,7 @@ errors at the user's line."""
 import copy
 import dataclasses
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -2493,3 +2494,24 @@ def test_eye_of_sizes_known_only_when_the_program_runs():
     g = hf.jit.to_static(square, input_spec=[hf.jit.InputSpec([None])])
     out = g(hf.zeros(3))
     assert out.dtype is hf.float64 and out.tolist() == (2 * np.eye(3)).tolist()
+
+
+def _decode_step(x, cache):
+    if "k" in cache:
+        x = x + cache["k"]
+    cache["k"] = x * 2
+    return x
+
+
+def _reads_its_list(x, ws):
+    return x * ws[0] + len(ws)
+
+
+def test_changing_a_list_or_dict_argument_warns_that_the_caller_keeps_its_own():
+    static = hf.jit.to_static(_decode_step)
+    with pytest.warns(UserWarning, match=r"changes its argument 'cache' \(a dict: adds keys "
+                                         r"'k'\).*caller's dict does not change"):
+        static(hf.ones(2), {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hf.jit.to_static(_reads_its_list)(hf.ones(2), [2.0, 3.0])
