@@ -867,6 +867,9 @@ class StaticFunction:
             diffs = [f"tensor {i}: {a[0]} {a[1]} -> {b[0]} {b[1]}"
                      for i, (a, b) in enumerate(zip(previous[1], key[1])) if a != b]
             detail = " (" + "; ".join(diffs) + ")"
+        elif previous[0] != key[0]:
+            change = self._argument_change(previous[0], key[0])
+            detail = f" ({change})" if change else ""
         logger.info("to_static(%s): retracing because the %s changed%s", self.__qualname__,
                     " and ".join(changed) or "signature", detail)
         if len(self._cache) >= MAX_PROGRAMS and not self._warned_count:
@@ -877,6 +880,57 @@ class StaticFunction:
                 f"tensor dim varies between calls, pass input_spec=[hf.jit.InputSpec([None, "
                 f"...])] to keep that dim dynamic in one program; Python arguments that vary "
                 f"should become tensors.", UserWarning, stacklevel=4)
+
+    def _argument_change(self, before, after) -> str:
+        """Where two call structures (see :func:`_flatten` of ``(args, kwargs)``) first
+        differ, as the user names it: ``argument 'temperature': 1.0 -> 1.1``."""
+        try:
+            names = list(inspect.signature(self.dygraph_function).parameters)
+        except (TypeError, ValueError):
+            names = []
+        if self.instance is not None and names:
+            names = names[1:]  # self
+
+        def show(node):
+            if isinstance(node, tuple) and node and node[0] == "py":
+                return node[2] if node[1] == "float" else repr(node[2])
+            if node == "T":
+                return "a tensor"
+            if isinstance(node, tuple) and node and node[0] in ("obj", "id"):
+                return f"a {node[1]} object"
+            return f"a {node[0]}" if isinstance(node, tuple) and node else repr(node)
+
+        def walk(a, b, path):
+            if a == b:
+                return None
+            if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 2 and \
+                    a[0] == b[0] and a[0] in ("tuple", "list", "dict") and \
+                    len(a[1]) == len(b[1]):
+                for k, (x, y) in enumerate(zip(a[1], b[1])):
+                    if a[0] == "dict":
+                        if x[0] != y[0]:
+                            return f"{path}: keys {[k for k, _ in a[1]]} -> {[k for k, _ in b[1]]}"
+                        found = walk(x[1], y[1], f"{path}[{x[0]!r}]")
+                    else:
+                        found = walk(x, y, f"{path}[{k}]")
+                    if found:
+                        return found
+            return f"{path}: {show(a)} -> {show(b)}"
+
+        try:
+            (_, (args_a, kwargs_a)), (_, (args_b, kwargs_b)) = before, after
+        except (TypeError, ValueError):
+            return ""
+        if args_a != args_b and len(args_a[1]) == len(args_b[1]):
+            for i, (x, y) in enumerate(zip(args_a[1], args_b[1])):
+                if x != y:
+                    name = repr(names[i]) if i < len(names) else f"#{i}"
+                    return "argument " + walk(x, y, name)
+        if kwargs_a != kwargs_b and [k for k, _ in kwargs_a[1]] == [k for k, _ in kwargs_b[1]]:
+            for (k, x), (_, y) in zip(kwargs_a[1], kwargs_b[1]):
+                if x != y:
+                    return "argument " + walk(x, y, repr(k))
+        return ""
 
     # -- tracing ----------------------------------------------------------------------------------
     def _converted(self):

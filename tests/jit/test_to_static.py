@@ -2515,3 +2515,18 @@ def test_changing_a_list_or_dict_argument_warns_that_the_caller_keeps_its_own():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         hf.jit.to_static(_reads_its_list)(hf.ones(2), [2.0, 3.0])
+
+
+def _scaled_by_cfg(x, cfg, *, temperature=1.0):
+    return x * cfg["scale"] / temperature
+
+
+def test_retrace_warning_names_the_python_argument_that_changes():
+    static = hf.jit.to_static(_scaled_by_cfg)
+    with pytest.warns(UserWarning, match=r"argument 'temperature': 1\.7 -> 1\.8\)"):
+        for i in range(10):
+            static(hf.ones(2), {"scale": 2}, temperature=1.0 + i / 10)
+    static = hf.jit.to_static(_scaled_by_cfg)
+    with pytest.warns(UserWarning, match=r"argument 'cfg'\['scale'\]: 7 -> 8\)"):
+        for i in range(10):
+            static(hf.ones(2), {"scale": i})
