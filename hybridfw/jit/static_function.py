@@ -569,6 +569,9 @@ class StaticFunction:
         self._epoch = None
         # (globals dict, name, value) of the plain global values the traces read (None: none)
         self._global_values = None
+        # the plain attribute values of an instance that is not a Module (a converted method
+        # of a helper object) when the programs were traced (None: nothing to check)
+        self._instance_values = None
         functools.update_wrapper(self, function)
         if isinstance(function, functools.partial):  # (it has no name of its own)
             inner = function
@@ -732,6 +735,8 @@ class StaticFunction:
             self._check_modules()
         if self._global_values is not None:
             self._check_globals()
+        if self._instance_values is not None:
+            self._check_instance()
         call = self._fast_call
         if call is not None and not kwargs:
             try:
@@ -797,18 +802,34 @@ class StaticFunction:
                 self._retrace(f"the global {name!r} changed from {value!r} to {now!r}")
                 return
 
+    def _check_instance(self) -> None:
+        """Drop the programs if a plain attribute value (a number, string, None or tuple of
+        them) of the object this converts a method of was set to another value since they
+        were traced (``self.step += 1``): eager code reads it on every call."""
+        attributes = getattr(self.instance, "__dict__", {})
+        for name, value in self._instance_values.items():
+            now = attributes.get(name, _MISS)
+            if now is not value and not (now.__class__ is value.__class__ and now == value):
+                self._retrace(f"the attribute {name!r} of the instance changed from {value!r} "
+                              f"to {now!r}")
+                return
+
     def _retrace(self, reason: str) -> None:
         logger.info("to_static(%s): retracing because %s", self.__qualname__, reason)
         self._cache.clear()
         self._set_fast(None, None)
         self._watched, self._fingerprint, self._epoch = {}, None, None
         self._global_values = None
+        self._instance_values = None
 
     def _watch(self, recorded: dict) -> None:
         """After a trace: watch the modules it called (and the converted module itself) and
         the plain global values its converted functions read."""
         if isinstance(self.instance, Module):
             recorded[id(self.instance)] = self.instance
+        elif self.instance is not None and self._instance_values is None:
+            self._instance_values = {k: v for k, v in getattr(self.instance, "__dict__",
+                                                              {}).items() if _plain(v)} or None
         if traced_modules:  # a trace within a trace: the outer one depends on them too
             traced_modules[-1].update(recorded)
         modules = {k: weakref.ref(v) for k, v in recorded.items() if isinstance(v, Module)}

@@ -2530,3 +2530,28 @@ def test_retrace_warning_names_the_python_argument_that_changes():
     with pytest.warns(UserWarning, match=r"argument 'cfg'\['scale'\]: 7 -> 8\)"):
         for i in range(10):
             static(hf.ones(2), {"scale": i})
+
+
+class _Stepper:
+    """A plain object (not a Module) with a converted method reading its attributes."""
+
+    def __init__(self, k):
+        self.k, self.step, self.name = k, 0, "a"
+
+    @hf.jit.to_static
+    def run(self, x):
+        if x.sum() > 0:
+            return x * self.k + self.step
+        return x
+
+
+def test_plain_attribute_of_the_instance_of_a_converted_method_is_read_anew():
+    stepper, x = _Stepper(3.0), hf.tensor([1.0, 2.0])
+    np.testing.assert_allclose(stepper.run(x).numpy(), [3.0, 6.0])
+    stepper.k = 10.0
+    np.testing.assert_allclose(stepper.run(x).numpy(), [10.0, 20.0])
+    for step in range(1, 4):
+        stepper.step = step
+        np.testing.assert_allclose(stepper.run(x).numpy(), [10.0 + step, 20.0 + step])
+    stepper.run(x)
+    assert stepper.run.cache_info().hits >= 1   # an unchanged object keeps its program
