@@ -388,3 +388,20 @@ def test_run_time_size_as_python_int_names_it():
     with pytest.raises(TypeError, match=r"(?s)a size under an InputSpec None.*cannot be a "
                                         r"Python index.*8 - x\.shape"):
         static(hf.ones(2, 3))
+
+
+# ---- f-strings -------------------------------------------------------------------------------
+def fstring_nested_spec(x, width):
+    loss = x.sum()
+    print(f"[{loss:{'>'}{width}.2f}] [{loss=:.3f}] [{width:0{width}d}]")
+    return loss
+
+
+def test_fstring_whose_spec_has_fields_prints_each_run(capsys):
+    static = hf.jit.to_static(fstring_nested_spec)
+    for data in ([1.0, 2.5], [3.0, 4.0]):
+        fstring_nested_spec(hf.tensor(data), 8)
+        eager = capsys.readouterr().out
+        static(hf.tensor(data), 8)
+        assert capsys.readouterr().out == eager
+    assert static.cache_info().misses == 1
