@@ -405,3 +405,60 @@ def test_fstring_whose_spec_has_fields_prints_each_run(capsys):
         static(hf.tensor(data), 8)
         assert capsys.readouterr().out == eager
     assert static.cache_info().misses == 1
+
+
+# ---- calls of callable objects and of hooked modules -----------------------------------------
+class _Scale:
+    """A plain callable object (not a Module) with control flow a tensor decides."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        if x.sum() > 0:
+            return x * self.w
+        return x - self.w
+
+
+_SCALE = _Scale(3.0)
+
+
+def calls_callable_object(x):
+    return _SCALE(x) + 1
+
+
+def test_callable_object_is_converted():
+    _check(calls_callable_object, [([1.0, 2.0],), ([-1.0, -2.0],)])
+
+
+class _Gate(hf.nn.Module):
+    def forward(self, x):
+        if x.mean() > 0:
+            return x * 2
+        return -x
+
+
+class _HookedChild(hf.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _Gate(), _Gate()
+        self.a.register_forward_pre_hook(lambda m, args: (args[0] + 1,))
+        self.a.register_forward_hook(_shift_hook)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+def _shift_hook(module, args, out):
+    if out.sum() > 5:
+        return out - 5
+    return out * 3
+
+
+def test_submodule_with_hooks_inside_a_converted_module():
+    model = _HookedChild()
+    static = hf.jit.to_static(_HookedChild())
+    for data in ([[1.0, 2.0]], [[-4.0, -2.0]], [[-1.0, 0.5]]):
+        x = hf.tensor(data)
+        np.testing.assert_allclose(static(x).numpy(), model(x).numpy())
+    assert static.forward.cache_info().misses == 1

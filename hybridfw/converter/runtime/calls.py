@@ -179,12 +179,24 @@ def convert_call(fn):
         traced_modules[-1][id(fn)] = fn
     if isinstance(fn, module_cls) and not _library_module(type(fn).__module__):
         forward = type(fn).forward
-        if not fn._forward_pre_hooks and not fn._forward_hooks:
-            if _user_function(forward):
-                return types.MethodType(_converted(forward), fn)
+        converted = None
+        if _user_function(forward):
+            converted = types.MethodType(_converted(forward), fn)
+        else:
             wrapped = _grad_mode_wrapped(forward)
             if wrapped is not None:
-                return types.MethodType(wrapped, fn)
+                converted = types.MethodType(wrapped, fn)
+        if converted is None:
+            return fn
+        if not fn._forward_pre_hooks and not fn._forward_hooks:
+            return converted
+        # its hooks around the converted forward, as Module.__call__ runs them
+        return lambda *args, **kwargs: fn._call_hooked(converted, args, kwargs, convert_call)
+    if not isinstance(fn, (type, types.FunctionType, types.BuiltinFunctionType)) and \
+            not isinstance(fn, module_cls) and _user_function(
+                getattr(type(fn), "__call__", None)):
+        # an instance of a user class with __call__ (not a Module): its __call__ converted
+        return types.MethodType(_converted(type(fn).__call__), fn)
     return fn
 
 
