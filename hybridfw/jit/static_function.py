@@ -74,6 +74,12 @@ def _flatten(value, leaves: list):
         return (type(value).__name__, tuple(_flatten(v, leaves) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _flatten(v, leaves)) for k, v in value.items()))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # (its tensors are inputs as a tuple's are; an unhashable dataclass would otherwise
+        # key by identity: a new trace on every call, its tensors baked in as constants)
+        return ("dataclass", type(value).__qualname__, id(type(value)),
+                tuple((f.name, _flatten(getattr(value, f.name), leaves))
+                      for f in dataclasses.fields(value)))
     if isinstance(value, float):
         # repr tells -0.0 from 0.0 (equal as keys, different programs: 1 / x) and matches
         # nan to nan (never equal as a key: a new trace on every call)
@@ -110,6 +116,9 @@ def _argument_of(function, i, args, kwargs, bound: bool) -> str:
         elif isinstance(value, dict):
             for k, v in value.items():
                 walk(v, f"{path}[{k!r}]")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), f"{path}.{f.name}")
     for k, value in enumerate(args):
         walk(value, repr(names[k]) if k < len(names) else f"#{k}")
     for key, value in kwargs.items():
@@ -179,6 +188,11 @@ def _rebuild(value, it):
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if isinstance(value, dict):
         return {k: _rebuild(v, it) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        rebuilt = copy.copy(value)
+        for f in dataclasses.fields(value):  # (object.__setattr__: frozen ones too)
+            object.__setattr__(rebuilt, f.name, _rebuild(getattr(value, f.name), it))
+        return rebuilt
     return value
 
 

@@ -2555,3 +2555,30 @@ def test_plain_attribute_of_the_instance_of_a_converted_method_is_read_anew():
         np.testing.assert_allclose(stepper.run(x).numpy(), [10.0 + step, 20.0 + step])
     stepper.run(x)
     assert stepper.run.cache_info().hits >= 1   # an unchanged object keeps its program
+
+
+@dataclasses.dataclass
+class _Batch:
+    x: object
+    y: object
+    scale: float = 1.0
+
+
+def _batch_loss(batch):
+    if batch.x.sum() > 0:
+        return (batch.x * batch.y * batch.scale).sum()
+    return (batch.x * batch.scale).sum()
+
+
+def test_dataclass_argument_tensors_are_inputs_not_a_new_trace_per_call():
+    static = hf.jit.to_static(_batch_loss)
+    for data in ([1.0, 2.0], [-1.0, -2.0], [3.0, 1.0]):
+        eager_x, x = (hf.tensor(data, requires_grad=True) for _ in range(2))
+        y = hf.tensor([3.0, 4.0])
+        expected = _batch_loss(_Batch(eager_x, y, 2.0))
+        got = static(_Batch(x, y, 2.0))
+        np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+        expected.backward()
+        got.backward()
+        np.testing.assert_allclose(x.grad.numpy(), eager_x.grad.numpy())
+    assert static.cache_info().misses == 1
