@@ -80,6 +80,9 @@ def _flatten(value, leaves: list):
         return ("dataclass", type(value).__qualname__, id(type(value)),
                 tuple((f.name, _flatten(getattr(value, f.name), leaves))
                       for f in dataclasses.fields(value)))
+    if _tensor_holder(value):
+        return ("attrs", type(value).__qualname__, id(type(value)),
+                tuple((k, _flatten(v, leaves)) for k, v in vars(value).items()))
     if isinstance(value, float):
         # repr tells -0.0 from 0.0 (equal as keys, different programs: 1 / x) and matches
         # nan to nan (never equal as a key: a new trace on every call)
@@ -93,6 +96,30 @@ def _flatten(value, leaves: list):
         return ("obj", type(value).__qualname__, value)
     except TypeError:
         return ("id", type(value).__qualname__, id(value))
+
+
+def _holds_tensor(value, depth: int = 0) -> bool:
+    if isinstance(value, Tensor):
+        return True
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v, depth + 1) for v in value)
+    if depth < 2 and isinstance(value, dict):
+        return any(_holds_tensor(v, depth + 1) for v in value.values())
+    return False
+
+
+def _tensor_holder(value) -> bool:
+    """A plain object (of a user class compared by identity, not a Module) whose attributes
+    hold tensors (a graph of edges and features): its tensors are inputs and its plain
+    attributes part of the key, as a dataclass's fields, instead of the object keying by
+    identity with its tensors baked in as constants (stale once an attribute is set anew)."""
+    cls = type(value)
+    if cls.__hash__ is not object.__hash__ or cls.__eq__ is not object.__eq__ or \
+            isinstance(value, (Module, type, types.FunctionType, types.MethodType)) or \
+            dataclasses.is_dataclass(value):
+        return False
+    attributes = getattr(value, "__dict__", None)
+    return bool(attributes) and any(_holds_tensor(v) for v in attributes.values())
 
 
 def _argument_of(function, i, args, kwargs, bound: bool) -> str:
@@ -119,6 +146,9 @@ def _argument_of(function, i, args, kwargs, bound: bool) -> str:
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             for f in dataclasses.fields(value):
                 walk(getattr(value, f.name), f"{path}.{f.name}")
+        elif _tensor_holder(value):
+            for k, v in vars(value).items():
+                walk(v, f"{path}.{k}")
     for k, value in enumerate(args):
         walk(value, repr(names[k]) if k < len(names) else f"#{k}")
     for key, value in kwargs.items():
@@ -192,6 +222,11 @@ def _rebuild(value, it):
         rebuilt = copy.copy(value)
         for f in dataclasses.fields(value):  # (object.__setattr__: frozen ones too)
             object.__setattr__(rebuilt, f.name, _rebuild(getattr(value, f.name), it))
+        return rebuilt
+    if _tensor_holder(value):
+        rebuilt = object.__new__(type(value))
+        for k, v in vars(value).items():
+            object.__setattr__(rebuilt, k, _rebuild(v, it))
         return rebuilt
     return value
 

@@ -2582,3 +2582,43 @@ def test_dataclass_argument_tensors_are_inputs_not_a_new_trace_per_call():
         got.backward()
         np.testing.assert_allclose(x.grad.numpy(), eager_x.grad.numpy())
     assert static.cache_info().misses == 1
+
+
+class _Graph:
+    """A plain object holding tensors (no dataclass, compared by identity)."""
+
+    def __init__(self, feats, hops):
+        self.feats, self.hops = feats, hops
+
+    def degree(self):
+        return self.feats.abs().sum()
+
+
+def _graph_score(graph, w):
+    out = graph.feats * w
+    for _ in range(graph.hops):
+        if out.sum() > 0:
+            out = out * 2
+    return out.sum() + graph.degree()
+
+
+def test_tensors_held_by_a_plain_object_argument_are_inputs():
+    static = hf.jit.to_static(_graph_score)
+    w = hf.tensor([1.0, -0.5])
+    graph = _Graph(hf.tensor([1.0, 2.0], requires_grad=True), 2)
+    for step in range(3):
+        np.testing.assert_allclose(static(graph, w).detach().numpy(),
+                                   _graph_score(graph, w).detach().numpy())
+        graph.feats = hf.tensor([3.0 + step, -4.0 * step], requires_grad=True)  # set anew
+    with hf.no_grad():
+        graph.feats.mul_(2)                                                  # in place
+    np.testing.assert_allclose(static(graph, w).detach().numpy(),
+                               _graph_score(graph, w).detach().numpy())
+    other = _Graph(hf.tensor([1.0, 1.0], requires_grad=True), 2)
+    static(other, w).backward()
+    np.testing.assert_allclose(other.feats.grad.numpy(), [5.0, -1.0])  # 4 * w + sign
+    assert static.cache_info().misses == 1
+    graph.hops = 3                                             # a plain attribute: a new trace
+    np.testing.assert_allclose(static(graph, w).detach().numpy(),
+                               _graph_score(graph, w).detach().numpy())
+    assert static.cache_info().misses == 2
