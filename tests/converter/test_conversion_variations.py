@@ -462,3 +462,16 @@ def test_submodule_with_hooks_inside_a_converted_module():
         x = hf.tensor(data)
         np.testing.assert_allclose(static(x).numpy(), model(x).numpy())
     assert static.forward.cache_info().misses == 1
+
+
+# ---- min/max/sorted with a key the program computes ------------------------------------------
+def pick_by_key(x):
+    parts = [x * 1, x * -1, x + 5, x * -1]
+    low = min(parts, key=lambda t: t.sum())
+    high = max(parts, key=lambda t: float(t.mean()))
+    ranked = sorted(parts, key=lambda t: t.sum(), reverse=True)
+    return low + 10 * high + hf.stack(ranked).sum(0) + hf.stack(sorted(parts[:2], key=lambda t: t[0]))[0]
+
+
+def test_min_max_sorted_with_tensor_keys_choose_when_the_program_runs():
+    _check(pick_by_key, [([1.0, 2.0],), ([-1.0, -2.0],), ([-9.0, 1.0],)])

@@ -800,6 +800,8 @@ def _extreme(python, pairwise, reduce):
     elementwise extreme (``max(a, b)`` of 0-d tensors, as eager's value); of one tensor, its
     reduction over dim 0's items; else Python's own."""
     def call(*args, **kwargs):
+        if set(kwargs) == {"key"} and len(args) == 1 and not is_static(args[0]):
+            return _by_key(python, list(args[0]), kwargs["key"])
         if kwargs or not args:
             return python(*args, **kwargs)
         values = list(args[0]) if len(args) == 1 and not is_static(args[0]) else list(args)
@@ -813,6 +815,54 @@ def _extreme(python, pairwise, reduce):
         return out
     call.__qualname__ = python.__name__
     return call
+
+
+def _keys(items, key):
+    """The keys of ``items`` as one 1-d tensor when the program computes one of them (else
+    None: plain Python decides)."""
+    import hybridfw as hf
+    keys = [key(v) for v in items] if key is not None else list(items)
+    if not any(is_static(k) for k in keys):
+        return None
+    for k in keys:
+        if is_static(k) and k.shape not in ((), (1,)):
+            raise located(f"a key that is a tensor of shape {tuple(k.shape)}: min(), max() and "
+                          "sorted() compare one number per item", TypeError)
+    return hf.stack([(k if is_static(k) else hf.tensor(k)).reshape(()) for k in keys])
+
+
+def _stacked(items, what: str):
+    import hybridfw as hf
+    if not items or not all(is_static(v) or hf.is_tensor(v) for v in items) or \
+            len({tuple(v.shape) for v in items}) != 1:
+        raise located(f"{what} with a key the program computes picks the item when the "
+                      "program runs, so the items must be tensors of one shape (to stack); "
+                      "compute the keys first and pick with hf.where or an index",
+                      TypeError)
+    return hf.stack(items)
+
+
+def _by_key(python, items, key):
+    """``min(items, key=f)`` / ``max(...)`` where the program computes the keys: the first
+    item with the smallest (largest) key, picked when the program runs (its gradient goes to
+    that item, as eager's)."""
+    keys = _keys(items, key)
+    if keys is None:
+        return python(items, key=key)
+    index = keys.argmin() if python is min else keys.argmax()
+    return _stacked(items, f"{python.__name__}()")[index]
+
+
+def _sorted(iterable, *, key=None, reverse=False):
+    """``sorted(items, key=f)`` where the program computes the keys: the items in that order
+    (a stable sort, as Python's, also reversed), decided when the program runs."""
+    items = list(iterable)
+    keys = _keys(items, key)
+    if keys is None:
+        return sorted(items, key=key, reverse=reverse)
+    order = keys.argsort(descending=reverse, stable=True)
+    stacked = _stacked(items, "sorted()")
+    return [stacked[order[i]] for i in range(len(items))]
 
 
 def _truth(python, method):
@@ -874,7 +924,7 @@ def _reversed(sequence):
 
 
 _BUILTINS = {id(k): (k, v) for k, v in {
-    builtins.reversed: _reversed,
+    builtins.reversed: _reversed, builtins.sorted: _sorted,
     builtins.print: convert_print, builtins.len: convert_len, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.int: _cast(int, int64), builtins.float: _cast(float, float64),
