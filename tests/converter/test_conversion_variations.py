@@ -475,3 +475,22 @@ def pick_by_key(x):
 
 def test_min_max_sorted_with_tensor_keys_choose_when_the_program_runs():
     _check(pick_by_key, [([1.0, 2.0],), ([-1.0, -2.0],), ([-9.0, 1.0],)])
+
+
+def _positive_part(x):
+    if x.sum() > 0:
+        return x * 2
+    return None
+
+
+def checks_helper_result_for_none(x):
+    y = _positive_part(x)
+    if y is not None:
+        x = x + y
+    if y is None:
+        x = x - 100
+    return x
+
+
+def test_is_none_of_a_result_none_on_some_paths_is_decided_when_the_program_runs():
+    _check(checks_helper_result_for_none, [([1.0, 2.0],), ([-1.0, -2.0],)])

@@ -32,6 +32,7 @@ from .control_flow import (
 from .logical import (
     convert_compare,
     convert_ifexp,
+    convert_is_none,
     convert_logical_and,
     convert_logical_not,
     convert_logical_or,
@@ -53,6 +54,7 @@ __all__ = [
     "convert_ifelse",
     "convert_ifexp",
     "convert_insert",
+    "convert_is_none",
     "convert_item_update",
     "convert_len",
     "convert_list_comprehension",

@@ -8,11 +8,14 @@ import operator
 from ...ops import elementwise as E
 from ...ops.registry import apply
 from ...static.control_flow import active_program, cond
+from ...static.ir import Variable
+from ..transformers.base import is_generated
 from ..errors import ConversionError, located
 from .control_flow import is_static, raise_when_run, to_predicate, truth_of
 
 __all__ = [
     "convert_compare",
+    "convert_is_none",
     "convert_ifexp",
     "convert_logical_and",
     "convert_logical_not",
@@ -114,6 +117,22 @@ def convert_compare(first, *rest):
             return result
         return convert_logical_and(lambda: result, lambda: chain(right, pairs[1:]))
     return chain(first(), pairs)
+
+
+def convert_is_none(value, negate: bool = False):
+    """``value is None`` (``is not None`` with ``negate``). A function's result that is None
+    on the paths a tensor decides it returns None on (``return None``, or falling off its
+    end) is one only when the program runs: there the answer is a bool of the program (an
+    ``if`` on it then takes the right branch on every call)."""
+    if value.__class__ is Variable:
+        program = value.block.program
+        guard = program.maybe_undefined.get(value.name)
+        if guard is not None and is_generated(guard[1]):
+            assigned = program.current_block().var(guard[0])
+            out = assigned if negate else apply(E.eq, assigned, False)
+            program.python_scalars.add(out.name)
+            return out
+    return (value is not None) if negate else (value is None)
 
 
 def convert_ifexp(test, body, orelse):

@@ -6,7 +6,8 @@
 - ``not a`` -> ``_jst.convert_logical_not(a)``;
 - ``a < b <= c`` -> ``_jst.convert_compare(lambda: a, '<', lambda: b, '<=', lambda: c)``
   (each operand evaluated once, the chain stopping at the first false link);
-- ``x if c else y`` -> ``_jst.convert_ifexp(c, lambda: x, lambda: y)``.
+- ``x if c else y`` -> ``_jst.convert_ifexp(c, lambda: x, lambda: y)``;
+- ``x is None`` / ``x is not None`` -> ``_jst.convert_is_none(x, False / True)``.
 
 An operand holding an assignment expression (``:=``) must bind the user's variable, not a
 local of a lambda: the first operand (always evaluated) is evaluated where it stands and
@@ -57,6 +58,12 @@ class _Logical(gast.NodeTransformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot)) and \
+                isinstance(node.comparators[0], gast.Constant) and \
+                node.comparators[0].value is None:  # x is None: see convert_is_none
+            return copy_location(replace_expr(
+                "_jst.convert_is_none(x, negate)", x=node.left,
+                negate=gast.Constant(isinstance(node.ops[0], gast.IsNot), None)), node)
         if len(node.ops) == 1 or any(has_walrus(c) for c in node.comparators[1:]):
             return node
         args = [_thunk(node.left)]
