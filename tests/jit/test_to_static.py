@@ -2622,3 +2622,15 @@ def test_tensors_held_by_a_plain_object_argument_are_inputs():
     np.testing.assert_allclose(static(graph, w).detach().numpy(),
                                _graph_score(graph, w).detach().numpy())
     assert static.cache_info().misses == 2
+
+
+def _tenth(x):
+    return x[10] * 2
+
+
+def test_index_past_a_run_time_size_names_the_users_line():
+    static = hf.jit.to_static(_tenth, input_spec=[hf.jit.InputSpec([None])])
+    assert float(static(hf.arange(12.0))) == 20.0
+    with pytest.raises(IndexError, match=r"(?s)index 10 is out of bounds for dim 0 with size "
+                                         r"3.*line \d+.*return x\[10\] \* 2"):
+        static(hf.arange(3.0))
