@@ -494,3 +494,34 @@ def checks_helper_result_for_none(x):
 
 def test_is_none_of_a_result_none_on_some_paths_is_decided_when_the_program_runs():
     _check(checks_helper_result_for_none, [([1.0, 2.0],), ([-1.0, -2.0],)])
+
+
+# ---- comprehensions with conditions ----------------------------------------------------------
+def comprehension_filters(x, skip):
+    kept = [r * 2 for r in x if r.sum() > 0]
+    rows = [r * i for i, r in enumerate(x) if i != skip if r.max() < 4]
+    listed = [t + 1 for t in [x[0], x[1] * -1] if t.sum() > 0]
+    out = x[0] * 0
+    if kept:
+        out = out + hf.stack(kept).sum(0)
+    if rows:
+        out = out + hf.stack(rows).sum(0)
+    if listed:
+        out = out + hf.stack(listed).sum(0)
+    return out
+
+
+def test_list_comprehension_with_tensor_conditions():
+    _check(comprehension_filters, [([[1.0, 2.0], [-3.0, -1.0], [0.5, 0.5]], 0),
+                                   ([[-1.0, -2.0], [3.0, 1.0], [5.0, 0.5]], 0),
+                                   ([[-1.0, -2.0], [-3.0, -1.0], [-5.0, 0.5]], 0)])
+
+
+def nested_comprehension(x):
+    return [[v * 2 for v in r] for r in x]
+
+
+def test_nested_comprehension_over_tensors_says_what_to_do():
+    with pytest.raises(TypeError, match=r"(?s)a list of lists grown inside a loop a tensor "
+                                        r"decides.*\[\[v \* 2 for v in r\] for r in x\]"):
+        hf.jit.to_static(nested_comprehension)(hf.ones(2, 2))

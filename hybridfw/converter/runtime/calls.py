@@ -716,15 +716,30 @@ def convert_with(manager):
              "converted function or mark the function with hf.jit.not_to_static")
 
 
-def convert_list_comprehension(iterable, fn):
-    """``[fn(item) for item in iterable]``; over a tensor or a tensor array, a converted loop
-    that appends to a new list (a tensor array when the loop is static)."""
-    from .control_flow import _static_iterable, convert_for
+def convert_list_comprehension(iterable, fn, test=None):
+    """``[fn(item) for item in iterable if test(item)]``; over a tensor or a tensor array, a
+    converted loop that appends to a new list (a tensor array when the loop is static); a
+    condition a tensor decides appends under a converted ``if``."""
+    from .control_flow import _static_iterable, convert_for, convert_ifelse, is_static
     if not _static_iterable(iterable):
-        return [fn(item) for item in iterable]
+        if test is None:
+            return [fn(item) for item in iterable]
+        result = []
+        for item in iterable:
+            keep = test(item)
+            if is_static(keep) or is_tensor_array(result):
+                (result,) = convert_ifelse(keep, lambda r, item=item: (
+                    convert_append(r, fn(item)),), lambda r: (r,), (result,),
+                    ("<list comprehension>",))
+            elif keep:
+                result.append(fn(item))
+        return result
 
     def body(item, result):
-        return (convert_append(result, fn(item)),)
+        if test is None:
+            return (convert_append(result, fn(item)),)
+        return tuple(convert_ifelse(test(item), lambda r: (convert_append(r, fn(item)),),
+                                    lambda r: (r,), (result,), ("<list comprehension>",)))
     (result,) = convert_for(iterable, body, ([],), ("<list comprehension>",))
     return result
 

@@ -204,6 +204,10 @@ def _tensor(value):
     import hybridfw as hf
     if isinstance(value, Variable) or hf.is_tensor(value):
         return value
+    if is_tensor_array(value):
+        raise TypeError("a list of lists grown inside a loop a tensor decides (a nested "
+                        "comprehension over a tensor's rows, say) is not supported; build the "
+                        "inner lists as tensors (r * 2 for the whole row, hf.stack)")
     return hf.tensor(value)
 
 

@@ -61,16 +61,26 @@ class _Lists(gast.NodeTransformer):
             return node
         gen = node.generators[0]
         params = _params(gen.target)
-        if gen.ifs or gen.is_async or params is None or \
-                any(isinstance(n, gast.NamedExpr) for n in gast.walk(node.elt)):
+        if gen.is_async or params is None or \
+                any(isinstance(n, gast.NamedExpr) for part in [node.elt, *gen.ifs]
+                    for n in gast.walk(part)):
             return node  # (a walrus must bind in the function, not in a lambda)
-        if isinstance(gen.target, gast.Name):
-            fn = replace_expr("lambda params: elt", params=params, elt=node.elt)
-        else:  # unpack each item: (lambda a, b: elt)(*item)
-            fn = replace_expr("lambda item: (lambda params: elt)(*item)", params=params,
-                              elt=node.elt, item="_hf_comprehension_item")
-        new = replace_expr("_jst.convert_list_comprehension(iterable, fn)", iterable=gen.iter,
-                           fn=fn)
+
+        def over_item(expr):
+            if isinstance(gen.target, gast.Name):
+                return replace_expr("lambda params: expr", params=params, expr=expr)
+            # unpack each item: (lambda a, b: expr)(*item)
+            return replace_expr("lambda item: (lambda params: expr)(*item)", params=params,
+                                expr=expr, item="_hf_comprehension_item")
+        if not gen.ifs:
+            new = replace_expr("_jst.convert_list_comprehension(iterable, fn)",
+                               iterable=gen.iter, fn=over_item(node.elt))
+        else:  # [f(p) for p in xs if c(p)]: the condition a function of the item too
+            test = gen.ifs[0] if len(gen.ifs) == 1 else gast.BoolOp(op=gast.And(),
+                                                                    values=gen.ifs)
+            new = replace_expr("_jst.convert_list_comprehension(iterable, fn, test)",
+                               iterable=gen.iter, fn=over_item(node.elt),
+                               test=over_item(test))
         return copy_location(new, node)
 
     def visit_Expr(self, node):

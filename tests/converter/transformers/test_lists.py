@@ -127,6 +127,12 @@ def test_own_list_rebound_although_an_inner_function_declares_it_nonlocal():
         "acc = _jst.convert_append(acc, x)"
 
 
+def test_comprehension_with_conditions_becomes_runtime_call():
+    assert body_text("def f(xs):\n    return [g(p) for p in xs if p if h(p)]") == \
+        ["return _jst.convert_list_comprehension(xs, (lambda p: g(p)), "
+         "(lambda p: (p and h(p))))"]
+
+
 def test_simple_comprehension_becomes_runtime_call():
     assert body_text("def f(xs):\n    return [g(p) for p in xs]") == \
         ["return _jst.convert_list_comprehension(xs, (lambda p: g(p)))"]
@@ -136,7 +142,7 @@ def test_simple_comprehension_becomes_runtime_call():
 
 
 @pytest.mark.parametrize("expr", [
-    "[p for p in xs if p]",               # a condition
+    "[p for p in xs if (q := p)]",        # a walrus (it would bind in a lambda)
     "[p * q for p in xs for q in xs]",    # two generators
     "[p for p, (q, r) in xs]",            # a nested target
     "{p for p in xs}",                    # not a list
