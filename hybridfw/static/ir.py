@@ -116,7 +116,10 @@ class Variable(TensorMethods):
     def __bool__(self):
         raise TypeError(f"the truth value of static Variable '{self.name}' is only known when the "
                         "program runs; use hf.static.nn.cond (or hf.jit.to_static, which converts "
-                        "`if` statements) instead of Python `if`")
+                        "`if` statements) instead of Python `if`; in hf.jit.to_static code this "
+                        "is Python the converter does not rewrite (a library function, a lambda, "
+                        "a function marked not_to_static) deciding on a tensor: decide in "
+                        "converted code, or compute both sides and pick with hf.where")
 
     def __index__(self):
         raise TypeError(f"static Variable '{self.name}' (a value the program computes: a tensor, "

@@ -525,3 +525,20 @@ def test_nested_comprehension_over_tensors_says_what_to_do():
     with pytest.raises(TypeError, match=r"(?s)a list of lists grown inside a loop a tensor "
                                         r"decides.*\[\[v \* 2 for v in r\] for r in x\]"):
         hf.jit.to_static(nested_comprehension)(hf.ones(2, 2))
+
+
+@hf.jit.not_to_static
+def _plain_pick(t):
+    if t.sum() > 0:
+        return t * 2
+    return t
+
+
+def _decides_in_plain_python(x):
+    return _plain_pick(x)
+
+
+def test_truth_value_in_unconverted_python_says_where_to_decide():
+    with pytest.raises(TypeError, match=r"(?s)Python the converter does not rewrite \(a library "
+                                        r"function, .*hf\.where.*_plain_pick\(x\)"):
+        hf.jit.to_static(_decides_in_plain_python)(hf.ones(2))
