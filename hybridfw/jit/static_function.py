@@ -28,7 +28,8 @@ import numpy as np
 
 from ..backend import Storage, array_device
 from ..converter.errors import ConversionError, InPlaceUpdateError
-from ..converter.runtime.calls import DeferredString, _converted, global_names, traced_modules
+from ..converter.runtime.calls import (DeferredString, _converted, _plain_object, global_names,
+                                      traced_modules)
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..converter.transformers.base import is_generated
@@ -621,6 +622,9 @@ class StaticFunction:
         # the plain attribute values of an instance that is not a Module (a converted method
         # of a helper object) when the programs were traced (None: nothing to check)
         self._instance_values = None
+        # (id, (weakref to it, {attribute: value})) of the plain objects the traces read (a
+        # config object, a helper whose method was converted), with their plain attributes
+        self._object_values = None
         functools.update_wrapper(self, function)
         if isinstance(function, functools.partial):  # (it has no name of its own)
             inner = function
@@ -786,6 +790,8 @@ class StaticFunction:
             self._check_globals()
         if self._instance_values is not None:
             self._check_instance()
+        if self._object_values is not None:
+            self._check_objects()
         call = self._fast_call
         if call is not None and not kwargs:
             try:
@@ -863,6 +869,21 @@ class StaticFunction:
                               f"to {now!r}")
                 return
 
+    def _check_objects(self) -> None:
+        """Drop the programs if a plain attribute value of an object the traces read (a
+        global config object, a helper whose method they called) was set anew since."""
+        for _, (ref, snapshot) in self._object_values:
+            obj = ref()
+            if obj is None:
+                continue
+            attributes = vars(obj)
+            for name, value in snapshot.items():
+                now = attributes.get(name, _MISS)
+                if now is not value and not (now.__class__ is value.__class__ and now == value):
+                    self._retrace(f"the attribute {name!r} of a {type(obj).__name__} object "
+                                  f"it reads changed from {value!r} to {now!r}")
+                    return
+
     def _retrace(self, reason: str) -> None:
         logger.info("to_static(%s): retracing because %s", self.__qualname__, reason)
         self._cache.clear()
@@ -870,6 +891,7 @@ class StaticFunction:
         self._watched, self._fingerprint, self._epoch = {}, None, None
         self._global_values = None
         self._instance_values = None
+        self._object_values = None
 
     def _watch(self, recorded: dict) -> None:
         """After a trace: watch the modules it called (and the converted module itself) and
@@ -894,6 +916,23 @@ class StaticFunction:
             old = self._global_values or ()
             values.update({(id(g), n): (g, n, v) for g, n, v in old})
             self._global_values = tuple(values.values())
+        # plain objects it read: the globals its functions name (a config object) and those
+        # whose methods or __call__ it converted (a helper); their plain attribute values
+        objects = [v for v in recorded.values() if _plain_object(v)] + [
+            f.__globals__[name] for f in recorded.values() if isinstance(f, types.FunctionType)
+            for name in global_names(f.__code__)
+            if name in f.__globals__ and _plain_object(f.__globals__[name])]
+        watched = dict(self._object_values or ())
+        for obj in objects:
+            if id(obj) not in watched or watched[id(obj)][0]() is not obj:
+                snapshot = {k: v for k, v in vars(obj).items() if _plain(v)}
+                try:  # (held weakly: an argument's object is not kept alive by the cache)
+                    ref = weakref.ref(obj)
+                except TypeError:
+                    continue
+                if snapshot:
+                    watched[id(obj)] = (ref, snapshot)
+        self._object_values = tuple(watched.items()) or None
 
     def _set_fast(self, fast, entry) -> None:
         """The next call with fast key ``fast`` (see :meth:`_fast_key`) runs ``entry`` through

@@ -2635,3 +2635,38 @@ def test_index_past_a_run_time_size_names_the_users_line():
     with pytest.raises(IndexError, match=r"(?s)index 10 is out of bounds for dim 0 with size "
                                          r"3.*line \d+.*return x\[10\] \* 2"):
         static(hf.arange(3.0))
+
+
+class _Config:
+    def __init__(self):
+        self.scale = 2.0
+
+
+class _Helper:
+    def __init__(self):
+        self.k = 3.0
+
+    def apply(self, x):
+        if x.sum() > 0:
+            return x * self.k
+        return x
+
+
+_CONFIG, _HELPER = _Config(), _Helper()
+
+
+def _uses_config_and_helper(x):
+    return _HELPER.apply(x) + x * _CONFIG.scale
+
+
+def test_plain_attributes_of_objects_a_converted_function_reads_are_read_anew():
+    static = hf.jit.to_static(_uses_config_and_helper)
+    x = hf.tensor([1.0, 2.0])
+    try:
+        np.testing.assert_allclose(static(x).numpy(), [5.0, 10.0])
+        _HELPER.k, _CONFIG.scale = 10.0, 100.0
+        np.testing.assert_allclose(static(x).numpy(), _uses_config_and_helper(x).numpy())
+        static(x)
+        assert static.cache_info().hits == 1   # unchanged: no new trace
+    finally:
+        _HELPER.k, _CONFIG.scale = 3.0, 2.0

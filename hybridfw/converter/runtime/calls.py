@@ -164,6 +164,8 @@ def convert_call(fn):
                 -1 in target.shape:  # dims known when the program runs: see convert_shape
             return (_size if fn.__name__ == "size" else _numel)(target)
         if _user_function(fn.__func__):
+            if traced_modules and _plain_object(target):  # (its attributes are watched)
+                traced_modules[-1][id(target)] = target
             return types.MethodType(_converted(fn.__func__), target)
         wrapped = _grad_mode_wrapped(fn.__func__)
         return fn if wrapped is None else types.MethodType(wrapped, target)
@@ -196,8 +198,19 @@ def convert_call(fn):
             not isinstance(fn, module_cls) and _user_function(
                 getattr(type(fn), "__call__", None)):
         # an instance of a user class with __call__ (not a Module): its __call__ converted
+        if traced_modules:
+            traced_modules[-1][id(fn)] = fn
         return types.MethodType(_converted(type(fn).__call__), fn)
     return fn
+
+
+def _plain_object(value) -> bool:
+    """An instance of a user class that is not a Module (a config object, a helper): a trace
+    bakes in its plain attribute values, so the converted function watches them."""
+    cls = type(value)
+    return hasattr(value, "__dict__") and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                _module_class())) and not _library_module(getattr(cls, "__module__", "") or "")
 
 
 def _grad_mode_wrapped(fn):
