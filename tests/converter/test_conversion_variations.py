@@ -470,7 +470,8 @@ def pick_by_key(x):
     low = min(parts, key=lambda t: t.sum())
     high = max(parts, key=lambda t: float(t.mean()))
     ranked = sorted(parts, key=lambda t: t.sum(), reverse=True)
-    return low + 10 * high + hf.stack(ranked).sum(0) + hf.stack(sorted(parts[:2], key=lambda t: t[0]))[0]
+    first = hf.stack(sorted(parts[:2], key=lambda t: t[0]))[0]
+    return low + 10 * high + hf.stack(ranked).sum(0) + first
 
 
 def test_min_max_sorted_with_tensor_keys_choose_when_the_program_runs():
