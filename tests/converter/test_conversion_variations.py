@@ -543,3 +543,27 @@ def test_truth_value_in_unconverted_python_says_where_to_decide():
     with pytest.raises(TypeError, match=r"(?s)Python the converter does not rewrite \(a library "
                                         r"function, .*hf\.where.*_plain_pick\(x\)"):
         hf.jit.to_static(_decides_in_plain_python)(hf.ones(2))
+
+
+def _shift_some(module, args, out):
+    if out.sum() > 5:
+        return out - 5
+    return None                     # the output unchanged on this path
+
+
+class _HookedSometimes(hf.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = _Gate()
+        self.a.register_forward_hook(_shift_some)
+
+    def forward(self, x):
+        return self.a(x) + 1
+
+
+def test_forward_hook_returning_none_on_some_tensor_paths():
+    model, static = _HookedSometimes(), hf.jit.to_static(_HookedSometimes())
+    for data in ([[1.0, 2.0]], [[0.5, 0.5]], [[-4.0, -2.0]], [[-0.5, -1.0]]):
+        x = hf.tensor(data)
+        np.testing.assert_allclose(static(x).numpy(), model(x).numpy())
+    assert static.forward.cache_info().misses == 1

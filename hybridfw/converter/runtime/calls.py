@@ -193,7 +193,7 @@ def convert_call(fn):
         if not fn._forward_pre_hooks and not fn._forward_hooks:
             return converted
         # its hooks around the converted forward, as Module.__call__ runs them
-        return lambda *args, **kwargs: fn._call_hooked(converted, args, kwargs, convert_call)
+        return lambda *args, **kwargs: fn._call_hooked(converted, args, kwargs, _hook)
     if not isinstance(fn, (type, types.FunctionType, types.BuiltinFunctionType)) and \
             not isinstance(fn, module_cls) and _user_function(
                 getattr(type(fn), "__call__", None)):
@@ -202,6 +202,27 @@ def convert_call(fn):
             traced_modules[-1][id(fn)] = fn
         return types.MethodType(_converted(type(fn).__call__), fn)
     return fn
+
+
+def _hook(hook):
+    """A module hook, converted. A forward hook ``hook(module, args, output)`` that returns
+    None on the paths a tensor decides (leaving the output as it is there) gives the output
+    on those paths, decided when the program runs (Module's ``result is not None`` is
+    Python's, which sees a value on every path while the program is built)."""
+    converted = convert_call(hook)
+
+    def call(module, *rest):
+        result = converted(module, *rest)
+        if len(rest) == 2 and is_static(result):
+            from .control_flow import convert_ifelse
+            from .logical import convert_is_none
+            returned = convert_is_none(result, negate=True)
+            if is_static(returned):
+                result.block.program.maybe_undefined.pop(result.name, None)
+                (result,) = convert_ifelse(returned, lambda r: (r,), lambda r: (rest[1],),
+                                           (result,), ("<hook output>",))
+        return result
+    return call
 
 
 def _plain_object(value) -> bool:
