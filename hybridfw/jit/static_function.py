@@ -100,7 +100,7 @@ def _flatten(value, leaves: list):
 
 
 def _holds_tensor(value, depth: int = 0) -> bool:
-    if isinstance(value, Tensor):
+    if isinstance(value, (Tensor, Variable)):  # (Variable: the copy a trace is given)
         return True
     if depth < 2 and isinstance(value, (list, tuple)):
         return any(_holds_tensor(v, depth + 1) for v in value)
@@ -173,6 +173,10 @@ def _containers(function, args, kwargs, bound: bool) -> list:
             found.append((path, value, _state(value)))
             for k, v in (value.items() if isinstance(value, dict) else enumerate(value)):
                 walk(v, f"{path}[{k!r}]")
+        elif _tensor_holder(value):  # (rebuilt as a copy too: its attributes)
+            found.append((path, value, _state(vars(value))))
+            for k, v in vars(value).items():
+                walk(v, f"{path}.{k}")
     for k, value in enumerate(args):
         walk(value, repr(names[k]) if k < len(names) else f"#{k}")
     for key, value in kwargs.items():
@@ -1094,14 +1098,18 @@ class StaticFunction:
         ``outs.append(y)``): a converted function is given copies of them, so unlike eager
         code the change does not reach the caller (and it happens only when a call traces)."""
         for path, container, before in containers:
-            after = _state(container)
+            holder = not isinstance(container, (list, dict))
+            after = _state(vars(container) if holder else container)
             if after != before:
                 kind = type(container).__name__
+                change = _changed(before, after, "dict" if holder else kind)
+                if holder:
+                    change = change.replace(" keys ", " attributes ")
                 warnings.warn(
                     f"to_static({self.__qualname__}): the function changes its argument {path} "
-                    f"(a {kind}: {_changed(before, after, kind)}); a converted function works "
-                    f"on a copy of the lists and dicts it is given, so unlike eager code the "
-                    f"caller's {kind} does not change; return the new values instead "
+                    f"(a {kind}: {change}); a converted function works on a copy of the "
+                    f"lists, dicts and tensor-holding objects it is given, so unlike eager code "
+                    f"the caller's {kind} does not change; return the new values instead "
                     f"(return y, cache)", UserWarning, stacklevel=_caller_level())
 
     def _argument_updates(self, program, feeds, names, leaves) -> list:

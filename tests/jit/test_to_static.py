@@ -2670,3 +2670,15 @@ def test_plain_attributes_of_objects_a_converted_function_reads_are_read_anew():
         assert static.cache_info().hits == 1   # unchanged: no new trace
     finally:
         _HELPER.k, _CONFIG.scale = 3.0, 2.0
+
+
+def _caches_on_the_graph(graph, w):
+    graph.cached = graph.feats * w
+    return graph.cached.sum()
+
+
+def test_setting_an_attribute_of_a_tensor_holding_argument_warns():
+    graph = _Graph(hf.tensor([1.0, 2.0]), 1)
+    with pytest.warns(UserWarning, match=r"changes its argument 'graph' \(a _Graph: adds "
+                                         r"attributes 'cached'\)"):
+        hf.jit.to_static(_caches_on_the_graph)(graph, hf.tensor([1.0, 1.0]))
