@@ -28,7 +28,8 @@ import numpy as np
 
 from ..backend import Storage, array_device
 from ..converter.errors import ConversionError, InPlaceUpdateError
-from ..converter.runtime.calls import DeferredString, _converted, global_names, traced_modules
+from ..converter.runtime.calls import (DeferredString, _converted, _plain_object, global_names,
+                                      traced_modules)
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..converter.transformers.base import is_generated
@@ -74,6 +75,15 @@ def _flatten(value, leaves: list):
         return (type(value).__name__, tuple(_flatten(v, leaves) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _flatten(v, leaves)) for k, v in value.items()))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # (its tensors are inputs as a tuple's are; an unhashable dataclass would otherwise
+        # key by identity: a new trace on every call, its tensors baked in as constants)
+        return ("dataclass", type(value).__qualname__, id(type(value)),
+                tuple((f.name, _flatten(getattr(value, f.name), leaves))
+                      for f in dataclasses.fields(value)))
+    if _tensor_holder(value):
+        return ("attrs", type(value).__qualname__, id(type(value)),
+                tuple((k, _flatten(v, leaves)) for k, v in vars(value).items()))
     if isinstance(value, float):
         # repr tells -0.0 from 0.0 (equal as keys, different programs: 1 / x) and matches
         # nan to nan (never equal as a key: a new trace on every call)
@@ -87,6 +97,30 @@ def _flatten(value, leaves: list):
         return ("obj", type(value).__qualname__, value)
     except TypeError:
         return ("id", type(value).__qualname__, id(value))
+
+
+def _holds_tensor(value, depth: int = 0) -> bool:
+    if isinstance(value, (Tensor, Variable)):  # (Variable: the copy a trace is given)
+        return True
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v, depth + 1) for v in value)
+    if depth < 2 and isinstance(value, dict):
+        return any(_holds_tensor(v, depth + 1) for v in value.values())
+    return False
+
+
+def _tensor_holder(value) -> bool:
+    """A plain object (of a user class compared by identity, not a Module) whose attributes
+    hold tensors (a graph of edges and features): its tensors are inputs and its plain
+    attributes part of the key, as a dataclass's fields, instead of the object keying by
+    identity with its tensors baked in as constants (stale once an attribute is set anew)."""
+    cls = type(value)
+    if cls.__hash__ is not object.__hash__ or cls.__eq__ is not object.__eq__ or \
+            isinstance(value, (Module, type, types.FunctionType, types.MethodType)) or \
+            dataclasses.is_dataclass(value):
+        return False
+    attributes = getattr(value, "__dict__", None)
+    return bool(attributes) and any(_holds_tensor(v) for v in attributes.values())
 
 
 def _argument_of(function, i, args, kwargs, bound: bool) -> str:
@@ -110,11 +144,75 @@ def _argument_of(function, i, args, kwargs, bound: bool) -> str:
         elif isinstance(value, dict):
             for k, v in value.items():
                 walk(v, f"{path}[{k!r}]")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), f"{path}.{f.name}")
+        elif _tensor_holder(value):
+            for k, v in vars(value).items():
+                walk(v, f"{path}.{k}")
     for k, value in enumerate(args):
         walk(value, repr(names[k]) if k < len(names) else f"#{k}")
     for key, value in kwargs.items():
         walk(value, repr(key))
     return found[i] if i < len(found) else f"input {i}"
+
+
+def _containers(function, args, kwargs, bound: bool) -> list:
+    """``(how the user names it, the list or dict, its state)`` for each list and dict among a
+    call's (rebuilt) arguments, to see afterwards which ones the function changed."""
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if bound and names:
+        names = names[1:]  # self
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, (list, dict)):
+            found.append((path, value, _state(value)))
+            for k, v in (value.items() if isinstance(value, dict) else enumerate(value)):
+                walk(v, f"{path}[{k!r}]")
+        elif _tensor_holder(value):  # (rebuilt as a copy too: its attributes)
+            found.append((path, value, _state(vars(value))))
+            for k, v in vars(value).items():
+                walk(v, f"{path}.{k}")
+    for k, value in enumerate(args):
+        walk(value, repr(names[k]) if k < len(names) else f"#{k}")
+    for key, value in kwargs.items():
+        walk(value, repr(key))
+    return found
+
+
+def _state(container):
+    items = container.items() if isinstance(container, dict) else enumerate(container)
+    return tuple((k, id(v)) for k, v in items)
+
+
+def _changed(before, after, kind) -> str:
+    """What changed between two :func:`_state` s of a list (``kind`` 'list') or dict."""
+    old, new = dict(before), dict(after)
+    if kind == "list" and len(old) != len(new):
+        return f"its length goes from {len(old)} to {len(new)}"
+    parts = []
+    added = [k for k in new if k not in old]
+    removed = [k for k in old if k not in new]
+    replaced = [k for k in new if k in old and new[k] != old[k]]
+    for label, keys in (("adds", added), ("removes", removed), ("sets", replaced)):
+        if keys:
+            parts.append(f"{label} {'items' if kind == 'list' else 'keys'} "
+                         f"{', '.join(repr(k) for k in keys)}")
+    return "; ".join(parts)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of a warning that names the first frame outside hybridfw."""
+    import os
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = inspect.currentframe().f_back, 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _rebuild(value, it):
@@ -125,6 +223,16 @@ def _rebuild(value, it):
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if isinstance(value, dict):
         return {k: _rebuild(v, it) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        rebuilt = copy.copy(value)
+        for f in dataclasses.fields(value):  # (object.__setattr__: frozen ones too)
+            object.__setattr__(rebuilt, f.name, _rebuild(getattr(value, f.name), it))
+        return rebuilt
+    if _tensor_holder(value):
+        rebuilt = object.__new__(type(value))
+        for k, v in vars(value).items():
+            object.__setattr__(rebuilt, k, _rebuild(v, it))
+        return rebuilt
     return value
 
 
@@ -140,7 +248,7 @@ class _Outputs:
         if isinstance(value, Variable):
             if program.global_block().find_var(value.name) is None:
                 from ..static.builder import _escaped
-                raise ConversionError(_escaped("return", value.name))
+                raise ConversionError(_escaped("return", value.name, program))
             if value.name in program.stale:
                 raise ConversionError(f"return: {program.stale[value.name]}")
             guard = program.maybe_undefined.get(value.name)
@@ -524,6 +632,12 @@ class StaticFunction:
         self._epoch = None
         # (globals dict, name, value) of the plain global values the traces read (None: none)
         self._global_values = None
+        # the plain attribute values of an instance that is not a Module (a converted method
+        # of a helper object) when the programs were traced (None: nothing to check)
+        self._instance_values = None
+        # (id, (weakref to it, {attribute: value})) of the plain objects the traces read (a
+        # config object, a helper whose method was converted), with their plain attributes
+        self._object_values = None
         functools.update_wrapper(self, function)
         if isinstance(function, functools.partial):  # (it has no name of its own)
             inner = function
@@ -715,6 +829,10 @@ class StaticFunction:
             self._check_modules()
         if self._global_values is not None:
             self._check_globals()
+        if self._instance_values is not None:
+            self._check_instance()
+        if self._object_values is not None:
+            self._check_objects()
         call = self._fast_call
         if call is not None and not kwargs:
             try:
@@ -780,18 +898,50 @@ class StaticFunction:
                 self._retrace(f"the global {name!r} changed from {value!r} to {now!r}")
                 return
 
+    def _check_instance(self) -> None:
+        """Drop the programs if a plain attribute value (a number, string, None or tuple of
+        them) of the object this converts a method of was set to another value since they
+        were traced (``self.step += 1``): eager code reads it on every call."""
+        attributes = getattr(self.instance, "__dict__", {})
+        for name, value in self._instance_values.items():
+            now = attributes.get(name, _MISS)
+            if now is not value and not (now.__class__ is value.__class__ and now == value):
+                self._retrace(f"the attribute {name!r} of the instance changed from {value!r} "
+                              f"to {now!r}")
+                return
+
+    def _check_objects(self) -> None:
+        """Drop the programs if a plain attribute value of an object the traces read (a
+        global config object, a helper whose method they called) was set anew since."""
+        for _, (ref, snapshot) in self._object_values:
+            obj = ref()
+            if obj is None:
+                continue
+            attributes = vars(obj)
+            for name, value in snapshot.items():
+                now = attributes.get(name, _MISS)
+                if now is not value and not (now.__class__ is value.__class__ and now == value):
+                    self._retrace(f"the attribute {name!r} of a {type(obj).__name__} object "
+                                  f"it reads changed from {value!r} to {now!r}")
+                    return
+
     def _retrace(self, reason: str) -> None:
         logger.info("to_static(%s): retracing because %s", self.__qualname__, reason)
         self._cache.clear()
         self._set_fast(None, None)
         self._watched, self._fingerprint, self._epoch = {}, None, None
         self._global_values = None
+        self._instance_values = None
+        self._object_values = None
 
     def _watch(self, recorded: dict) -> None:
         """After a trace: watch the modules it called (and the converted module itself) and
         the plain global values its converted functions read."""
         if isinstance(self.instance, Module):
             recorded[id(self.instance)] = self.instance
+        elif self.instance is not None and self._instance_values is None:
+            self._instance_values = {k: v for k, v in getattr(self.instance, "__dict__",
+                                                              {}).items() if _plain(v)} or None
         if traced_modules:  # a trace within a trace: the outer one depends on them too
             traced_modules[-1].update(recorded)
         modules = {k: weakref.ref(v) for k, v in recorded.items() if isinstance(v, Module)}
@@ -807,6 +957,23 @@ class StaticFunction:
             old = self._global_values or ()
             values.update({(id(g), n): (g, n, v) for g, n, v in old})
             self._global_values = tuple(values.values())
+        # plain objects it read: the globals its functions name (a config object) and those
+        # whose methods or __call__ it converted (a helper); their plain attribute values
+        objects = [v for v in recorded.values() if _plain_object(v)] + [
+            f.__globals__[name] for f in recorded.values() if isinstance(f, types.FunctionType)
+            for name in global_names(f.__code__)
+            if name in f.__globals__ and _plain_object(f.__globals__[name])]
+        watched = dict(self._object_values or ())
+        for obj in objects:
+            if id(obj) not in watched or watched[id(obj)][0]() is not obj:
+                snapshot = {k: v for k, v in vars(obj).items() if _plain(v)}
+                try:  # (held weakly: an argument's object is not kept alive by the cache)
+                    ref = weakref.ref(obj)
+                except TypeError:
+                    continue
+                if snapshot:
+                    watched[id(obj)] = (ref, snapshot)
+        self._object_values = tuple(watched.items()) or None
 
     def _set_fast(self, fast, entry) -> None:
         """The next call with fast key ``fast`` (see :meth:`_fast_key`) runs ``entry`` through
@@ -850,6 +1017,9 @@ class StaticFunction:
             diffs = [f"tensor {i}: {a[0]} {a[1]} -> {b[0]} {b[1]}"
                      for i, (a, b) in enumerate(zip(previous[1], key[1])) if a != b]
             detail = " (" + "; ".join(diffs) + ")"
+        elif previous[0] != key[0]:
+            change = self._argument_change(previous[0], key[0])
+            detail = f" ({change})" if change else ""
         logger.info("to_static(%s): retracing because the %s changed%s", self.__qualname__,
                     " and ".join(changed) or "signature", detail)
         if len(self._cache) >= MAX_PROGRAMS and not self._warned_count:
@@ -860,6 +1030,57 @@ class StaticFunction:
                 f"tensor dim varies between calls, pass input_spec=[hf.jit.InputSpec([None, "
                 f"...])] to keep that dim dynamic in one program; Python arguments that vary "
                 f"should become tensors.", UserWarning, stacklevel=4)
+
+    def _argument_change(self, before, after) -> str:
+        """Where two call structures (see :func:`_flatten` of ``(args, kwargs)``) first
+        differ, as the user names it: ``argument 'temperature': 1.0 -> 1.1``."""
+        try:
+            names = list(inspect.signature(self.dygraph_function).parameters)
+        except (TypeError, ValueError):
+            names = []
+        if self.instance is not None and names:
+            names = names[1:]  # self
+
+        def show(node):
+            if isinstance(node, tuple) and node and node[0] == "py":
+                return node[2] if node[1] == "float" else repr(node[2])
+            if node == "T":
+                return "a tensor"
+            if isinstance(node, tuple) and node and node[0] in ("obj", "id"):
+                return f"a {node[1]} object"
+            return f"a {node[0]}" if isinstance(node, tuple) and node else repr(node)
+
+        def walk(a, b, path):
+            if a == b:
+                return None
+            if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 2 and \
+                    a[0] == b[0] and a[0] in ("tuple", "list", "dict") and \
+                    len(a[1]) == len(b[1]):
+                for k, (x, y) in enumerate(zip(a[1], b[1])):
+                    if a[0] == "dict":
+                        if x[0] != y[0]:
+                            return f"{path}: keys {[k for k, _ in a[1]]} -> {[k for k, _ in b[1]]}"
+                        found = walk(x[1], y[1], f"{path}[{x[0]!r}]")
+                    else:
+                        found = walk(x, y, f"{path}[{k}]")
+                    if found:
+                        return found
+            return f"{path}: {show(a)} -> {show(b)}"
+
+        try:
+            (_, (args_a, kwargs_a)), (_, (args_b, kwargs_b)) = before, after
+        except (TypeError, ValueError):
+            return ""
+        if args_a != args_b and len(args_a[1]) == len(args_b[1]):
+            for i, (x, y) in enumerate(zip(args_a[1], args_b[1])):
+                if x != y:
+                    name = repr(names[i]) if i < len(names) else f"#{i}"
+                    return "argument " + walk(x, y, name)
+        if kwargs_a != kwargs_b and [k for k, _ in kwargs_a[1]] == [k for k, _ in kwargs_b[1]]:
+            for (k, x), (_, y) in zip(kwargs_a[1], kwargs_b[1]):
+                if x != y:
+                    return "argument " + walk(x, y, repr(k))
+        return ""
 
     # -- tracing ----------------------------------------------------------------------------------
     def _converted(self):
@@ -887,7 +1108,10 @@ class StaticFunction:
                 it = iter(feeds)
                 static_args = _rebuild(list(args), it)
                 static_kwargs = _rebuild(dict(kwargs), it)
+                containers = _containers(self.dygraph_function, static_args, static_kwargs,
+                                         self.instance is not None)
                 result = self._converted()(*static_args, **static_kwargs)
+                self._warn_changed_containers(containers)
                 updates = self._argument_updates(program, feeds, names, leaves)
                 outputs = _Outputs(program, result)
                 entry = self._finish(program, outputs, names, leaves, grad, updates)
@@ -905,6 +1129,25 @@ class StaticFunction:
         self._watch(recorded)
         self._cache[key] = entry
         return entry
+
+    def _warn_changed_containers(self, containers) -> None:
+        """Warn of each list or dict argument the function changed (``cache['k'] = k``,
+        ``outs.append(y)``): a converted function is given copies of them, so unlike eager
+        code the change does not reach the caller (and it happens only when a call traces)."""
+        for path, container, before in containers:
+            holder = not isinstance(container, (list, dict))
+            after = _state(vars(container) if holder else container)
+            if after != before:
+                kind = type(container).__name__
+                change = _changed(before, after, "dict" if holder else kind)
+                if holder:
+                    change = change.replace(" keys ", " attributes ")
+                warnings.warn(
+                    f"to_static({self.__qualname__}): the function changes its argument {path} "
+                    f"(a {kind}: {change}); a converted function works on a copy of the "
+                    f"lists, dicts and tensor-holding objects it is given, so unlike eager code "
+                    f"the caller's {kind} does not change; return the new values instead "
+                    f"(return y, cache)", UserWarning, stacklevel=_caller_level())
 
     def _argument_updates(self, program, feeds, names, leaves) -> list:
         """``(argument index, name of its final value)`` for each tensor argument the function

@@ -131,11 +131,18 @@ def _triangle(op: str, x, diagonal: int, lower: bool):
     if x.ndim < 2:
         raise ValueError(f"{op}: expects a tensor of at least 2 dims, got shape "
                          f"{tuple(x.shape)}")
-    _known(op, x)
     rows, cols = x.shape[-2], x.shape[-1]
-    r = apply(S.reshape, _positions(x, rows), shape=(rows, 1))
-    c = apply(S.reshape, _positions(x, cols), shape=(1, cols))
-    keep = (c - r <= diagonal) if lower else (c - r >= diagonal)
+    if -1 in (rows, cols):
+        # sizes a static program knows when it runs (a causal mask over an InputSpec None
+        # sequence): each element's column minus its row, from running counts of ones
+        from .factories import ones_like
+        ones = ones_like(x, dtype="int64")
+        offset = C.cumsum(ones, -1) - C.cumsum(ones, -2)
+    else:
+        r = apply(S.reshape, _positions(x, rows), shape=(rows, 1))
+        c = apply(S.reshape, _positions(x, cols), shape=(1, cols))
+        offset = c - r
+    keep = (offset <= diagonal) if lower else (offset >= diagonal)
     return C.masked_fill(x, apply(E.bitwise_not, keep), 0)
 
 

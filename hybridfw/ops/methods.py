@@ -231,6 +231,10 @@ class TensorMethods(MathMethods, ShapeMethods, ConversionMethods, TensorLike):
             return x[index]
         return apply(I.getitem, self, *tensors, spec=spec)
 
+    def __reversed__(self):
+        """``reversed(x)``: ``x.flip(0)``, as PyTorch (a 0-d tensor is itself)."""
+        return self.flip(0) if self.ndim else self
+
     def __setitem__(self, index, value):
         try:
             spec, tensors = I.parse_index(index, self._to_tensor)

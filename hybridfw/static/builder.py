@@ -39,10 +39,22 @@ def check_same_program(program: Program, var: Variable) -> None:
                          f"(hf.static.program_guard); a program can only use its own values")
 
 
-def _escaped(op: str, name: str) -> str:
+def _escaped(op: str, name: str, program: Program | None = None) -> str:
+    origin = None
+    for block in program.blocks if program is not None else ():
+        maker = next((o for o in block.ops if name in o.outputs), None)
+        if maker is not None:
+            origin = maker.origin
+            break
+    else:
+        origin = program.dropped_origins.get(name) if program is not None else None
+    made = ""
+    if origin is not None:
+        filename, lineno, line = origin
+        made = f" (at {filename}, line {lineno}" + (f": {line.strip()})" if line else ")")
     return (f"{op}: value {name!r} is not defined here: it was made inside the body of a loop "
-            "or branch a tensor decides and left it other than as a variable the body assigns "
-            "(stored into an object's attribute, or appended to a list inside another "
+            f"or branch a tensor decides{made} and left it other than as a variable the body "
+            "assigns (stored into an object's attribute, or appended to a list inside another "
             "container); assign it to a local variable in the body, and store it after the loop")
 
 
@@ -86,7 +98,7 @@ class StaticInterpreter:
         for o in operands:
             if o.__class__ is Variable:
                 if block.find_var(o.name) is None:
-                    raise ValueError(_escaped(op.name, o.name))
+                    raise ValueError(_escaped(op.name, o.name, self.program))
                 if guarded and o.name in guarded:
                     require_defined(self.program, o.name)
                 if stale and o.name in stale:

@@ -116,7 +116,19 @@ class Variable(TensorMethods):
     def __bool__(self):
         raise TypeError(f"the truth value of static Variable '{self.name}' is only known when the "
                         "program runs; use hf.static.nn.cond (or hf.jit.to_static, which converts "
-                        "`if` statements) instead of Python `if`")
+                        "`if` statements) instead of Python `if`; in hf.jit.to_static code this "
+                        "is Python the converter does not rewrite (a library function, a lambda, "
+                        "a function marked not_to_static) deciding on a tensor: decide in "
+                        "converted code, or compute both sides and pick with hf.where")
+
+    def __index__(self):
+        raise TypeError(f"static Variable '{self.name}' (a value the program computes: a tensor, "
+                        "x.item(), int(x), or a size under an InputSpec None such as "
+                        "x.shape[0]) is only known when the program runs, so it cannot "
+                        "be a Python index while the program is built (a list, tuple or "
+                        "ModuleList index, a repeat count); index a tensor instead "
+                        "(hf.stack(items)[i]), pick with hf.where, or use "
+                        "to_static(..., full_graph=False) to run this function eagerly")
 
     def __len__(self) -> int:
         if not self.shape or self.shape[0] == -1:
@@ -402,6 +414,9 @@ class Program:
         # name, (file, line) of the if). A use checks the flag when the program runs
         # (static.builder.require_defined); a function's return value becomes None
         self.maybe_undefined: dict = {}
+        # of those, return values that are None where their flag is false (an explicit
+        # ``return None`` or bare ``return`` on the other path): kept when every path returns
+        self.none_returns: set = set()
         # views taken while building (getitem with a basic index, reshape, permute), so that an
         # in-place update reaches them as in eager code: name of the value viewed -> [(the
         # view's Variable, op, attrs)], and name of a view -> (the viewed Variable, op, attrs)
@@ -410,6 +425,10 @@ class Program:
         # views (or viewed values) an update inside a branch or loop body could not reach:
         # name -> the error a later use raises
         self.stale: dict = {}
+        # origins of the operators of blocks built and dropped again (the converter builds a
+        # loop body once to learn its variables' types): name of a value -> (file, line,
+        # source), so an error about a value that leaked from such a block can name its line
+        self.dropped_origins: dict = {}
         # inputs whose arrays the caller hands over (as JAX's donated arguments): a compiled
         # plan takes its feed arrays in a list it empties, and drops each of these right after
         # its last use, so its memory can go before the run ends (to_static's backward drops

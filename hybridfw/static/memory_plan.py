@@ -100,7 +100,7 @@ def resolve_shapes(program: Program, feed_shapes: dict) -> tuple:
         if info is None:
             try:
                 info = opdef.infer(*args, **op.attrs)
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError, IndexError) as exc:
                 shapes = {a: metas[a].shape for a in op.input_names()}
                 raise type(exc)(f"operator #{i} ({', '.join(op.outputs)} = {op.type}) fails "
                                 f"for input shapes {shapes}: {exc}{format_origin(op.origin)}"

@@ -4,6 +4,7 @@ errors at the user's line."""
 import copy
 import dataclasses
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -1328,8 +1329,9 @@ def test_dict_items_written_in_both_branches_of_a_tensor_if():
     assert list(cache) == ["bias"]
 
 
-def _kept_positive(x):
-    return hf.stack([v * 2 for v in x if v > 0])
+def _row_by_value(x):
+    rows = list(x)
+    return rows[int(x.sum() > 0)] * 2
 
 
 def _first_n(x):
@@ -1337,10 +1339,10 @@ def _first_n(x):
     return x[:n]
 
 
-@pytest.mark.parametrize("fn", [_kept_positive])
+@pytest.mark.parametrize("fn", [_row_by_value])
 def test_full_graph_false_falls_back_where_python_needs_a_concrete_value(fn):
     """With full_graph=False, Python that needs a value the program only has when it runs (a
-    comprehension's tensor condition) runs eagerly, with a warning naming the line; with
+    Python list's index) runs eagerly, with a warning naming the line; with
     full_graph=True it is an error."""
     x = hf.tensor([1.0, -2.0, 3.0])
     with pytest.warns(UserWarning, match=r"falling back to eager(.|\n)*test_to_static.py"):
@@ -2549,3 +2551,190 @@ def test_eye_of_sizes_known_only_when_the_program_runs():
     g = hf.jit.to_static(square, input_spec=[hf.jit.InputSpec([None])])
     out = g(hf.zeros(3))
     assert out.dtype is hf.float64 and out.tolist() == (2 * np.eye(3)).tolist()
+
+
+def _decode_step(x, cache):
+    if "k" in cache:
+        x = x + cache["k"]
+    cache["k"] = x * 2
+    return x
+
+
+def _reads_its_list(x, ws):
+    return x * ws[0] + len(ws)
+
+
+def test_changing_a_list_or_dict_argument_warns_that_the_caller_keeps_its_own():
+    static = hf.jit.to_static(_decode_step)
+    with pytest.warns(UserWarning, match=r"changes its argument 'cache' \(a dict: adds keys "
+                                         r"'k'\).*caller's dict does not change"):
+        static(hf.ones(2), {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hf.jit.to_static(_reads_its_list)(hf.ones(2), [2.0, 3.0])
+
+
+def _scaled_by_cfg(x, cfg, *, temperature=1.0):
+    return x * cfg["scale"] / temperature
+
+
+def test_retrace_warning_names_the_python_argument_that_changes():
+    static = hf.jit.to_static(_scaled_by_cfg)
+    with pytest.warns(UserWarning, match=r"argument 'temperature': 1\.7 -> 1\.8\)"):
+        for i in range(10):
+            static(hf.ones(2), {"scale": 2}, temperature=1.0 + i / 10)
+    static = hf.jit.to_static(_scaled_by_cfg)
+    with pytest.warns(UserWarning, match=r"argument 'cfg'\['scale'\]: 7 -> 8\)"):
+        for i in range(10):
+            static(hf.ones(2), {"scale": i})
+
+
+class _Stepper:
+    """A plain object (not a Module) with a converted method reading its attributes."""
+
+    def __init__(self, k):
+        self.k, self.step, self.name = k, 0, "a"
+
+    @hf.jit.to_static
+    def run(self, x):
+        if x.sum() > 0:
+            return x * self.k + self.step
+        return x
+
+
+def test_plain_attribute_of_the_instance_of_a_converted_method_is_read_anew():
+    stepper, x = _Stepper(3.0), hf.tensor([1.0, 2.0])
+    np.testing.assert_allclose(stepper.run(x).numpy(), [3.0, 6.0])
+    stepper.k = 10.0
+    np.testing.assert_allclose(stepper.run(x).numpy(), [10.0, 20.0])
+    for step in range(1, 4):
+        stepper.step = step
+        np.testing.assert_allclose(stepper.run(x).numpy(), [10.0 + step, 20.0 + step])
+    stepper.run(x)
+    assert stepper.run.cache_info().hits >= 1   # an unchanged object keeps its program
+
+
+@dataclasses.dataclass
+class _Batch:
+    x: object
+    y: object
+    scale: float = 1.0
+
+
+def _batch_loss(batch):
+    if batch.x.sum() > 0:
+        return (batch.x * batch.y * batch.scale).sum()
+    return (batch.x * batch.scale).sum()
+
+
+def test_dataclass_argument_tensors_are_inputs_not_a_new_trace_per_call():
+    static = hf.jit.to_static(_batch_loss)
+    for data in ([1.0, 2.0], [-1.0, -2.0], [3.0, 1.0]):
+        eager_x, x = (hf.tensor(data, requires_grad=True) for _ in range(2))
+        y = hf.tensor([3.0, 4.0])
+        expected = _batch_loss(_Batch(eager_x, y, 2.0))
+        got = static(_Batch(x, y, 2.0))
+        np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+        expected.backward()
+        got.backward()
+        np.testing.assert_allclose(x.grad.numpy(), eager_x.grad.numpy())
+    assert static.cache_info().misses == 1
+
+
+class _Graph:
+    """A plain object holding tensors (no dataclass, compared by identity)."""
+
+    def __init__(self, feats, hops):
+        self.feats, self.hops = feats, hops
+
+    def degree(self):
+        return self.feats.abs().sum()
+
+
+def _graph_score(graph, w):
+    out = graph.feats * w
+    for _ in range(graph.hops):
+        if out.sum() > 0:
+            out = out * 2
+    return out.sum() + graph.degree()
+
+
+def test_tensors_held_by_a_plain_object_argument_are_inputs():
+    static = hf.jit.to_static(_graph_score)
+    w = hf.tensor([1.0, -0.5])
+    graph = _Graph(hf.tensor([1.0, 2.0], requires_grad=True), 2)
+    for step in range(3):
+        np.testing.assert_allclose(static(graph, w).detach().numpy(),
+                                   _graph_score(graph, w).detach().numpy())
+        graph.feats = hf.tensor([3.0 + step, -4.0 * step], requires_grad=True)  # set anew
+    with hf.no_grad():
+        graph.feats.mul_(2)                                                  # in place
+    np.testing.assert_allclose(static(graph, w).detach().numpy(),
+                               _graph_score(graph, w).detach().numpy())
+    other = _Graph(hf.tensor([1.0, 1.0], requires_grad=True), 2)
+    static(other, w).backward()
+    np.testing.assert_allclose(other.feats.grad.numpy(), [5.0, -1.0])  # 4 * w + sign
+    assert static.cache_info().misses == 1
+    graph.hops = 3                                             # a plain attribute: a new trace
+    np.testing.assert_allclose(static(graph, w).detach().numpy(),
+                               _graph_score(graph, w).detach().numpy())
+    assert static.cache_info().misses == 2
+
+
+def _tenth(x):
+    return x[10] * 2
+
+
+def test_index_past_a_run_time_size_names_the_users_line():
+    static = hf.jit.to_static(_tenth, input_spec=[hf.jit.InputSpec([None])])
+    assert float(static(hf.arange(12.0))) == 20.0
+    with pytest.raises(IndexError, match=r"(?s)index 10 is out of bounds for dim 0 with size "
+                                         r"3.*line \d+.*return x\[10\] \* 2"):
+        static(hf.arange(3.0))
+
+
+class _Config:
+    def __init__(self):
+        self.scale = 2.0
+
+
+class _Helper:
+    def __init__(self):
+        self.k = 3.0
+
+    def apply(self, x):
+        if x.sum() > 0:
+            return x * self.k
+        return x
+
+
+_CONFIG, _HELPER = _Config(), _Helper()
+
+
+def _uses_config_and_helper(x):
+    return _HELPER.apply(x) + x * _CONFIG.scale
+
+
+def test_plain_attributes_of_objects_a_converted_function_reads_are_read_anew():
+    static = hf.jit.to_static(_uses_config_and_helper)
+    x = hf.tensor([1.0, 2.0])
+    try:
+        np.testing.assert_allclose(static(x).numpy(), [5.0, 10.0])
+        _HELPER.k, _CONFIG.scale = 10.0, 100.0
+        np.testing.assert_allclose(static(x).numpy(), _uses_config_and_helper(x).numpy())
+        static(x)
+        assert static.cache_info().hits == 1   # unchanged: no new trace
+    finally:
+        _HELPER.k, _CONFIG.scale = 3.0, 2.0
+
+
+def _caches_on_the_graph(graph, w):
+    graph.cached = graph.feats * w
+    return graph.cached.sum()
+
+
+def test_setting_an_attribute_of_a_tensor_holding_argument_warns():
+    graph = _Graph(hf.tensor([1.0, 2.0]), 1)
+    with pytest.warns(UserWarning, match=r"changes its argument 'graph' \(a _Graph: adds "
+                                         r"attributes 'cached'\)"):
+        hf.jit.to_static(_caches_on_the_graph)(graph, hf.tensor([1.0, 1.0]))

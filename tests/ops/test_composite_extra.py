@@ -128,3 +128,25 @@ def test_flip_of_a_known_dim_beside_a_run_time_one():
     g = hf.jit.to_static(lambda x: x.flip(0), input_spec=[hf.jit.InputSpec([None, 3])])
     with pytest.raises(ValueError, match=r"flip: dim 0 of the shape \(-1, 3\) is only known"):
         g(hf.ones(2, 3))
+
+
+def _causal_scores(x):
+    t = x.shape[-2]
+    mask = hf.ones(t, x.shape[-1]).tril(diagonal=x.shape[-1] - t).bool()
+    return x.masked_fill(~mask, 0.0) + x.triu(1) * 10
+
+
+def test_tril_triu_with_sizes_known_when_the_program_runs():
+    """A causal mask over an InputSpec None sequence (also a diagonal from the sizes)."""
+    static = hf.jit.to_static(_causal_scores, input_spec=[hf.jit.InputSpec([2, None, None], "float64")])
+    for t, s in ((3, 3), (2, 4), (4, 2)):
+        a = np.arange(2.0 * t * s).reshape(2, t, s) + 1
+        x = hf.tensor(a, dtype=hf.float64, requires_grad=True)
+        out = static(x)
+        k = s - t
+        expected = np.where(np.tril(np.ones((t, s)), k) > 0, a, 0) + np.triu(a, 1) * 10
+        np.testing.assert_allclose(out.detach().numpy(), expected)
+        out.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.tril(np.ones((t, s)), k) +
+                                   np.triu(np.ones((2, t, s)), 1) * 10)
+    assert static.cache_info().misses == 1

@@ -29,7 +29,7 @@ from ...dtypes import bool_, float64, int64
 from ...ops.registry import TensorLike
 from ...static.control_flow import active_program
 from ...static.ir import Variable
-from ..errors import UnsupportedConstructError, located, user_frame
+from ..errors import ConversionError, UnsupportedConstructError, located, user_frame
 from .control_flow import (
     convert_enumerate,
     convert_range,
@@ -37,13 +37,15 @@ from .control_flow import (
     is_static,
     require_one_element,
 )
-from .tensor_array import TensorArray, is_tensor_array
+from .tensor_array import TensorArray, flip_rows, is_tensor_array
+from .undefined import Undefined
 
 __all__ = [
     "MAX_RECURSION",
     "convert_append",
     "convert_assert",
     "convert_call",
+    "convert_insert",
     "convert_item_update",
     "convert_len",
     "convert_list_comprehension",
@@ -162,6 +164,8 @@ def convert_call(fn):
                 -1 in target.shape:  # dims known when the program runs: see convert_shape
             return (_size if fn.__name__ == "size" else _numel)(target)
         if _user_function(fn.__func__):
+            if traced_modules and _plain_object(target):  # (its attributes are watched)
+                traced_modules[-1][id(target)] = target
             return types.MethodType(_converted(fn.__func__), target)
         wrapped = _grad_mode_wrapped(fn.__func__)
         return fn if wrapped is None else types.MethodType(wrapped, target)
@@ -177,13 +181,57 @@ def convert_call(fn):
         traced_modules[-1][id(fn)] = fn
     if isinstance(fn, module_cls) and not _library_module(type(fn).__module__):
         forward = type(fn).forward
-        if not fn._forward_pre_hooks and not fn._forward_hooks:
-            if _user_function(forward):
-                return types.MethodType(_converted(forward), fn)
+        converted = None
+        if _user_function(forward):
+            converted = types.MethodType(_converted(forward), fn)
+        else:
             wrapped = _grad_mode_wrapped(forward)
             if wrapped is not None:
-                return types.MethodType(wrapped, fn)
+                converted = types.MethodType(wrapped, fn)
+        if converted is None:
+            return fn
+        if not fn._forward_pre_hooks and not fn._forward_hooks:
+            return converted
+        # its hooks around the converted forward, as Module.__call__ runs them
+        return lambda *args, **kwargs: fn._call_hooked(converted, args, kwargs, _hook)
+    if not isinstance(fn, (type, types.FunctionType, types.BuiltinFunctionType)) and \
+            not isinstance(fn, module_cls) and _user_function(
+                getattr(type(fn), "__call__", None)):
+        # an instance of a user class with __call__ (not a Module): its __call__ converted
+        if traced_modules:
+            traced_modules[-1][id(fn)] = fn
+        return types.MethodType(_converted(type(fn).__call__), fn)
     return fn
+
+
+def _hook(hook):
+    """A module hook, converted. A forward hook ``hook(module, args, output)`` that returns
+    None on the paths a tensor decides (leaving the output as it is there) gives the output
+    on those paths, decided when the program runs (Module's ``result is not None`` is
+    Python's, which sees a value on every path while the program is built)."""
+    converted = convert_call(hook)
+
+    def call(module, *rest):
+        result = converted(module, *rest)
+        if len(rest) == 2 and is_static(result):
+            from .control_flow import convert_ifelse
+            from .logical import convert_is_none
+            returned = convert_is_none(result, negate=True)
+            if is_static(returned):
+                result.block.program.maybe_undefined.pop(result.name, None)
+                (result,) = convert_ifelse(returned, lambda r: (r,), lambda r: (rest[1],),
+                                           (result,), ("<hook output>",))
+        return result
+    return call
+
+
+def _plain_object(value) -> bool:
+    """An instance of a user class that is not a Module (a config object, a helper): a trace
+    bakes in its plain attribute values, so the converted function watches them."""
+    cls = type(value)
+    return hasattr(value, "__dict__") and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                _module_class())) and not _library_module(getattr(cls, "__module__", "") or "")
 
 
 def _grad_mode_wrapped(fn):
@@ -286,6 +334,52 @@ class DeferredString(str):
         return _joined(other, self, str.__add__(other, self))
 
 
+class ChosenString(DeferredString):
+    """One of two strings, chosen by an ``if`` (or a conditional expression) a tensor decides:
+    printed and formatted with each run's choice; other uses (comparing it, hashing it, its
+    length) would need the choice while the program is built, and are refused."""
+
+    __slots__ = ("choices",)
+
+    def _refuse(self, *args, **kwargs):
+        a, b = self.choices
+        raise located(f"the string {a!r} or {b!r} is chosen by a condition a tensor decides, "
+                      "so it is only known when the program runs: it can be printed or "
+                      "formatted (print(s), f'{s}'), not compared or otherwise used while the "
+                      "program is built; decide with the tensor condition itself instead",
+                      ConversionError)
+
+    __eq__ = __ne__ = __hash__ = __bool__ = __len__ = __getitem__ = __contains__ = _refuse
+    __iter__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+
+def chosen_string(a: str, b: str, index) -> ChosenString:
+    """``a`` where the program's ``index`` (0 or 1) is 0, else ``b``."""
+    chosen = ChosenString(f"<{a!r} or {b!r}, chosen when the program runs>")
+    chosen.render, chosen.values, chosen.choices = (lambda fields: (a, b)[int(fields[0])],
+                                                    (index,), (a, b))
+    return chosen
+
+
+def _deferred_fields(values):
+    """``values`` with each DeferredString among them (a string an if chose, an f-string of a
+    tensor) spread into its own fields, and ``rebuild(fields)`` giving the values back, each
+    DeferredString rendered with that run's fields."""
+    if not any(isinstance(v, DeferredString) for v in values):
+        return values, lambda fields: fields
+    parts = [(v.render, len(v.values)) if isinstance(v, DeferredString) else (None, 1)
+             for v in values]
+    flat = [f for v in values for f in (v.values if isinstance(v, DeferredString) else (v,))]
+
+    def rebuild(fields):
+        out, k = [], 0
+        for render, n in parts:
+            out.append(fields[k] if render is None else render(fields[k:k + n]))
+            k += n
+        return out
+    return flat, rebuild
+
+
 def _deferred_string(text: str, render, values) -> DeferredString:
     deferred = DeferredString(text)
     deferred.render, deferred.values = render, tuple(values)
@@ -318,13 +412,17 @@ def format_string(template: str, *values):
     """An f-string or ``str.format`` call, as converted code writes it (``f"{x:.2f}"`` ->
     ``format_string("{0:.2f}", x)``): the formatted text, or for a static value a
     :class:`DeferredString` that a converted ``print`` formats on every run."""
-    if not any(is_static(v) for v in values):
+    for v in values:
+        if isinstance(v, Undefined):
+            raise v._error()
+    if not any(is_static(v) or isinstance(v, DeferredString) for v in values):
         return template.format(*values)
     try:  # the description while building (a format spec does not apply to it)
         text = template.format(*_now(values))
     except (TypeError, ValueError, IndexError, KeyError):
-        text = " ".join(str(v) for v in _now(values))
-    return _deferred_string(text, lambda fields: template.format(*fields), values)
+        text = " ".join(str.__str__(v) if isinstance(v, str) else str(v) for v in _now(values))
+    flat, rebuild = _deferred_fields(values)
+    return _deferred_string(text, lambda fields: template.format(*rebuild(fields)), flat)
 
 
 def format_percent(template: str, args):
@@ -332,15 +430,20 @@ def format_percent(template: str, args):
     :class:`DeferredString` formatted on every run (as :func:`format_string`)."""
     single = not isinstance(args, tuple)
     values = (args,) if single else args
-    if isinstance(args, dict) or not any(is_static(v) for v in values):
+    if isinstance(args, dict) or not any(is_static(v) or isinstance(v, DeferredString)
+                                         for v in values):
         return template % args
     now = _now(values)
     try:
         text = template % (now[0] if single else tuple(now))
     except (TypeError, ValueError):
-        text = " ".join(str(v) for v in now)
-    return _deferred_string(text, lambda fields: template % (fields[0] if single else
-                                                              tuple(fields)), values)
+        text = " ".join(str.__str__(v) if isinstance(v, str) else str(v) for v in now)
+    flat, rebuild = _deferred_fields(values)
+
+    def render(fields):
+        fields = rebuild(fields)
+        return template % (fields[0] if single else tuple(fields))
+    return _deferred_string(text, render, flat)
 
 
 def convert_print(*args, **kwargs):
@@ -348,6 +451,9 @@ def convert_print(*args, **kwargs):
     values of that run (Python values are those of the call that traced it; an f-string
     of a static value is formatted with that run's value too)."""
     from ...static.control_flow import active_program
+    for a in args:
+        if isinstance(a, Undefined):  # (not assigned, or no single value after an if)
+            raise a._error()
     if active_program() is None and not any(is_static(a) or isinstance(a, DeferredString)
                                             for a in args):
         return print(*args, **kwargs)
@@ -644,15 +750,30 @@ def convert_with(manager):
              "converted function or mark the function with hf.jit.not_to_static")
 
 
-def convert_list_comprehension(iterable, fn):
-    """``[fn(item) for item in iterable]``; over a tensor or a tensor array, a converted loop
-    that appends to a new list (a tensor array when the loop is static)."""
-    from .control_flow import _static_iterable, convert_for
+def convert_list_comprehension(iterable, fn, test=None):
+    """``[fn(item) for item in iterable if test(item)]``; over a tensor or a tensor array, a
+    converted loop that appends to a new list (a tensor array when the loop is static); a
+    condition a tensor decides appends under a converted ``if``."""
+    from .control_flow import _static_iterable, convert_for, convert_ifelse, is_static
     if not _static_iterable(iterable):
-        return [fn(item) for item in iterable]
+        if test is None:
+            return [fn(item) for item in iterable]
+        result = []
+        for item in iterable:
+            keep = test(item)
+            if is_static(keep) or is_tensor_array(result):
+                (result,) = convert_ifelse(keep, lambda r, item=item: (
+                    convert_append(r, fn(item)),), lambda r: (r,), (result,),
+                    ("<list comprehension>",))
+            elif keep:
+                result.append(fn(item))
+        return result
 
     def body(item, result):
-        return (convert_append(result, fn(item)),)
+        if test is None:
+            return (convert_append(result, fn(item)),)
+        return tuple(convert_ifelse(test(item), lambda r: (convert_append(r, fn(item)),),
+                                    lambda r: (r,), (result,), ("<list comprehension>",)))
     (result,) = convert_for(iterable, body, ([],), ("<list comprehension>",))
     return result
 
@@ -692,6 +813,13 @@ def convert_extend(lst, items):
     return lst
 
 
+def convert_insert(lst, index, item):
+    if is_tensor_array(lst):
+        return lst.insert(index, item)
+    lst.insert(index, item)
+    return lst
+
+
 def convert_pop(lst, index=None):
     if is_tensor_array(lst):
         return lst.pop(index)
@@ -721,6 +849,8 @@ def _extreme(python, pairwise, reduce):
     elementwise extreme (``max(a, b)`` of 0-d tensors, as eager's value); of one tensor, its
     reduction over dim 0's items; else Python's own."""
     def call(*args, **kwargs):
+        if set(kwargs) == {"key"} and len(args) == 1 and not is_static(args[0]):
+            return _by_key(python, list(args[0]), kwargs["key"])
         if kwargs or not args:
             return python(*args, **kwargs)
         values = list(args[0]) if len(args) == 1 and not is_static(args[0]) else list(args)
@@ -734,6 +864,54 @@ def _extreme(python, pairwise, reduce):
         return out
     call.__qualname__ = python.__name__
     return call
+
+
+def _keys(items, key):
+    """The keys of ``items`` as one 1-d tensor when the program computes one of them (else
+    None: plain Python decides)."""
+    import hybridfw as hf
+    keys = [key(v) for v in items] if key is not None else list(items)
+    if not any(is_static(k) for k in keys):
+        return None
+    for k in keys:
+        if is_static(k) and k.shape not in ((), (1,)):
+            raise located(f"a key that is a tensor of shape {tuple(k.shape)}: min(), max() and "
+                          "sorted() compare one number per item", TypeError)
+    return hf.stack([(k if is_static(k) else hf.tensor(k)).reshape(()) for k in keys])
+
+
+def _stacked(items, what: str):
+    import hybridfw as hf
+    if not items or not all(is_static(v) or hf.is_tensor(v) for v in items) or \
+            len({tuple(v.shape) for v in items}) != 1:
+        raise located(f"{what} with a key the program computes picks the item when the "
+                      "program runs, so the items must be tensors of one shape (to stack); "
+                      "compute the keys first and pick with hf.where or an index",
+                      TypeError)
+    return hf.stack(items)
+
+
+def _by_key(python, items, key):
+    """``min(items, key=f)`` / ``max(...)`` where the program computes the keys: the first
+    item with the smallest (largest) key, picked when the program runs (its gradient goes to
+    that item, as eager's)."""
+    keys = _keys(items, key)
+    if keys is None:
+        return python(items, key=key)
+    index = keys.argmin() if python is min else keys.argmax()
+    return _stacked(items, f"{python.__name__}()")[index]
+
+
+def _sorted(iterable, *, key=None, reverse=False):
+    """``sorted(items, key=f)`` where the program computes the keys: the items in that order
+    (a stable sort, as Python's, also reversed), decided when the program runs."""
+    items = list(iterable)
+    keys = _keys(items, key)
+    if keys is None:
+        return sorted(items, key=key, reverse=reverse)
+    order = keys.argsort(descending=reverse, stable=True)
+    stacked = _stacked(items, "sorted()")
+    return [stacked[order[i]] for i in range(len(items))]
 
 
 def _truth(python, method):
@@ -786,7 +964,16 @@ def _deferred(python, template):
     return call
 
 
+def _reversed(sequence):
+    """``reversed(x)`` of a value the program computes: ``x.flip(0)`` (as PyTorch's
+    ``Tensor.__reversed__``), also with a dim 0 only known when the program runs."""
+    if is_static(sequence) and sequence.ndim:
+        return flip_rows(sequence)
+    return reversed(sequence)
+
+
 _BUILTINS = {id(k): (k, v) for k, v in {
+    builtins.reversed: _reversed, builtins.sorted: _sorted,
     builtins.print: convert_print, builtins.len: convert_len, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.int: _cast(int, int64), builtins.float: _cast(float, float64),

@@ -26,7 +26,7 @@ from ...static.ir import Operator, Variable
 from ...static.py_func import py_func
 from ..errors import ConversionError, add_user_location, located, user_frame
 from .tensor_array import TensorArray, is_tensor_array
-from .undefined import UNREACHED, Unmerged, is_undefined
+from .undefined import UNDEFINED_RETURN, UNREACHED, Unmerged, is_undefined
 
 __all__ = [
     "TensorRange",
@@ -108,6 +108,14 @@ def to_predicate(value, what: str = "condition") -> Variable:
     return value
 
 
+def truth_of(value):
+    """``value`` where Python takes its truth value: a list grown inside a loop a tensor
+    decides (``if outs:``, ``while queue:``) is whether it has items, when the program runs."""
+    if is_tensor_array(value):
+        return value.length() > 0
+    return value
+
+
 def _refuse_writes(writes, construct: str):
     """Refuse assigning global or nonlocal names inside a construct a tensor decides: its body
     is traced once while the program is built, not run on each call, so the assignment could
@@ -129,6 +137,7 @@ def _refuse_writes(writes, construct: str):
 def convert_ifelse(pred, true_fn, false_fn, values, names, writes=()):
     """``if pred: <true_fn> else: <false_fn>`` over the variables ``names`` (``writes``: the
     global or nonlocal names the branches assign)."""
+    pred = truth_of(pred)
     if not is_static(pred):
         return true_fn(*values) if pred else false_fn(*values)
     if writes:
@@ -347,6 +356,12 @@ class _Merge:
             a, b = (stand_in, b) if a is UNREACHED else (a, stand_in)
         if a is b:
             return a  # unchanged by both branches (or the same object)
+        none_return = name.startswith("_hf_retval_") and (a is None) != (b is None) and \
+            isinstance(b if a is None else a, (Variable, TensorLike))
+        if none_return:
+            # return None (or a bare return) on one path and a tensor on the other: as a
+            # function falling off its end there, the call returns None when it takes it
+            a, b = (UNDEFINED_RETURN if a is None else a), (UNDEFINED_RETURN if b is None else b)
         for side in (a, b):
             if side.__class__ is Unmerged:
                 return side  # (a value no use may read stays one)
@@ -378,6 +393,9 @@ class _Merge:
                 self.program.maybe_undefined[out.name] = (
                     flag.name, name,
                     None if frame is None else (frame.f_code.co_filename, frame.f_lineno))
+                if none_return or any(side.__class__ is Variable and side.name in
+                                      self.program.none_returns for side in (a, b)):
+                    self.program.none_returns.add(out.name)
             return out
         if is_tensor_array(a) and is_tensor_array(b) and a.structure == b.structure:
             return TensorArray([self._leaf(x, y, name) for x, y in zip(a.buffers, b.buffers)],
@@ -389,6 +407,9 @@ class _Merge:
             return {k: self.value(a[k], b[k], f"{name}[{k!r}]") for k in a}
         if type(a) is type(b) and _equal(a, b):
             return a
+        if type(a) is str and type(b) is str:  # tag = "neg" / "pos": chosen when it runs
+            from .calls import chosen_string
+            return chosen_string(a, b, self._leaf(0, 1, f"{name} (which string)"))
         # fine while unused (y = None on one path, never read again); a use raises this
         if name.startswith("_hf_retval_"):  # (the ifs of the return transformer)
             why = (f"return under an if on a tensor condition: {_variable(name)} is "
@@ -471,7 +492,7 @@ def convert_while(cond_fn, body_fn, values, names, writes=()):
     is a static value, then one static ``while`` for the rest."""
     values = tuple(values)
     while True:
-        flag = cond_fn(*values)
+        flag = truth_of(cond_fn(*values))
         if is_static(flag):
             to_predicate(flag, "loop condition")
             if writes:
@@ -510,6 +531,10 @@ def _probe(program, body_fn, values):
                     stand_ins.append(_fresh(v))
             return tuple(body_fn(*stand_ins))
     finally:
+        for block in program.blocks[first_block:]:
+            for op in block.ops:
+                if op.origin is not None:
+                    program.dropped_origins.update(dict.fromkeys(op.outputs, op.origin))
         del program.blocks[first_block:]
 
 
@@ -541,6 +566,19 @@ def _static_loop(cond_fn, body_fn, values, names):
             if carry.kind == "tree":
                 got: list = []
                 if is_undefined(value) or _tree_leaves(value, got) != carry.structure:
+                    if isinstance(value, dict) and carry.structure[0] == "dict" and \
+                            tuple(value) != carry.structure[1]:
+                        added = [k for k in value if k not in carry.structure[1]]
+                        removed = [k for k in carry.structure[1] if k not in value]
+                        change = ", ".join(
+                            ([f"adds the keys {added}"] if added else []) +
+                            ([f"removes the keys {removed}"] if removed else []))
+                        raise located(
+                            f"loop on a tensor condition: its body changes the keys of dict "
+                            f"{_variable(name)} ({change}); a loop the program runs carries a "
+                            "fixed set of "
+                            "keys: create them before the loop (d[k] = hf.zeros_like(x)), or "
+                            "append the values to a list", ConversionError)
                     raise located(f"loop on a tensor condition: {_variable(name)} is "
                                   f"{_describe(value)} after an iteration, but the loop "
                                   f"carries it as {_describe(_tree_build(carry.structure, iter(['tensor'] * carry.count)))}",
@@ -576,7 +614,7 @@ def _static_loop(cond_fn, body_fn, values, names):
 
     # (fresh Variable objects: an in-place op would rebind the loop's own block arguments)
     def loop_cond(*leaves):
-        flag = cond_fn(*_fresh_variables(unpack(numbers_inside(leaves[:n_values]))))
+        flag = truth_of(cond_fn(*_fresh_variables(unpack(numbers_inside(leaves[:n_values])))))
         return to_predicate(flag, "loop condition") if is_static(flag) else bool(flag)
 
     def loop_body(*leaves):
@@ -591,6 +629,9 @@ def _static_loop(cond_fn, body_fn, values, names):
         if number:  # a Python number in eager code: returned as one (see Variable.item)
             program.python_scalars.add(final.name)
     out = unpack(finals[:n_values])
+    for i, (name, after) in enumerate(zip(names, probed)):
+        if after is None and is_undefined(out[i]) and name.startswith("_hf_retval_"):
+            out[i] = None  # `return None` in the body: None where the loop returned
     if unbound:
         frame = user_frame(1)
         where = None if frame is None else (frame.f_code.co_filename, frame.f_lineno, "loop")
@@ -718,9 +759,26 @@ def _as_int(value):
     return value
 
 
+def _python_iteration(static):
+    """Items of ``enumerate``/``zip`` over tensors iterated by Python (a generator expression,
+    ``list(...)``): the lengths must be known while the program is built."""
+    n = static.trip_count()
+    if is_static(n):
+        raise located(f"iterating in Python (a generator expression, list(), a comprehension "
+                      f"with a condition) over {static.what} of a tensor whose length is only "
+                      f"known when the program runs; use a for loop (converted) or tensor ops",
+                      TypeError)
+    return (static.item_at(i) for i in range(n))
+
+
 class _StaticEnumerate:
+    what = "enumerate()"
+
     def __init__(self, iterable, start):
         self.iterable, self.start = iterable, start
+
+    def __iter__(self):
+        return _python_iteration(self)
 
     def trip_count(self):
         return _trip_count(self.iterable)
@@ -730,8 +788,13 @@ class _StaticEnumerate:
 
 
 class _StaticZip:
+    what = "zip()"
+
     def __init__(self, iterables):
         self.iterables = iterables
+
+    def __iter__(self):
+        return _python_iteration(self)
 
     def trip_count(self):
         import hybridfw as hf
@@ -763,13 +826,13 @@ def _trip_count(iterable):
             from ...ops import reduction as R
             return apply(R.dim_numel, iterable, dim=(0,))
         return n
-    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip)):
+    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip, _NumberSequence)):
         return iterable.trip_count()
     return len(iterable)
 
 
 def _item_at(iterable, i):
-    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip)):
+    if isinstance(iterable, (TensorRange, _StaticEnumerate, _StaticZip, _NumberSequence)):
         return iterable.item_at(i)
     return iterable[i]
 
@@ -782,8 +845,47 @@ def convert_enumerate(iterable, start=0):
 
 def convert_zip(*iterables):
     if any(_static_iterable(it) for it in iterables):
-        return _StaticZip(iterables)
+        if all(_static_iterable(it) for it in iterables):
+            return _StaticZip(iterables)
+        if all(not _static_iterable(it) or (is_static(it) and it.shape and it.shape[0] != -1)
+               for it in iterables):
+            # zip(x, python_list) with x's length known: Python's zip over x's rows, so each
+            # item of the list (a module, a string, a number) stays what it is
+            return zip(*iterables)
+        return _StaticZip(tuple(it if _static_iterable(it) else _as_static_sequence(it)
+                                for it in iterables))
     return zip(*iterables)
+
+
+def _as_static_sequence(iterable):
+    """A Python sequence zipped with a tensor whose length is only known when the program
+    runs: its numbers (or same-shaped tensors) stacked, so the loop can index them."""
+    import hybridfw as hf
+    items = list(iterable)
+    if items and all(isinstance(v, (bool, int, float)) for v in items):
+        return _NumberSequence(hf.tensor(items))
+    if items and all(is_static(v) or hf.is_tensor(v) for v in items) and \
+            len({tuple(v.shape) for v in items}) == 1:
+        return hf.stack(items)
+    kinds = sorted({type(v).__name__ for v in items}) or ["nothing (an empty sequence)"]
+    raise located(f"zip() of a tensor whose length is only known when the program runs with "
+                  f"a Python {type(iterable).__name__} of {', '.join(kinds)}: the loop runs in "
+                  f"the program and can only index numbers or same-shaped tensors; loop over "
+                  f"the Python sequence instead (for i, item in enumerate(items): ... x[i] ...) "
+                  f"or give that dim a fixed size", TypeError)
+
+
+class _NumberSequence:
+    """Python numbers as a tensor the loop indexes: each item is a number again (as eager)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def trip_count(self):
+        return self.values.shape[0]
+
+    def item_at(self, i):
+        return _as_number(self.values[i])
 
 
 def convert_for(iterable, body_fn, values, names, extra_test=None, writes=()):

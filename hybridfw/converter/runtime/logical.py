@@ -8,11 +8,14 @@ import operator
 from ...ops import elementwise as E
 from ...ops.registry import apply
 from ...static.control_flow import active_program, cond
-from ..errors import ConversionError
-from .control_flow import is_static, raise_when_run, to_predicate
+from ...static.ir import Variable
+from ..transformers.base import is_generated
+from ..errors import ConversionError, located
+from .control_flow import is_static, raise_when_run, to_predicate, truth_of
 
 __all__ = [
     "convert_compare",
+    "convert_is_none",
     "convert_ifexp",
     "convert_logical_and",
     "convert_logical_not",
@@ -74,20 +77,21 @@ def _number_like(value) -> bool:
 
 
 def convert_logical_and(lhs, rhs):
-    left = lhs()
+    left = truth_of(lhs())
     if not is_static(left):
         return rhs() if left else left
     return _short_circuit(left, rhs, True, "left side of 'and'")
 
 
 def convert_logical_or(lhs, rhs):
-    left = lhs()
+    left = truth_of(lhs())
     if not is_static(left):
         return left if left else rhs()
     return _short_circuit(left, rhs, False, "left side of 'or'")
 
 
 def convert_logical_not(value):
+    value = truth_of(value)
     if is_static(value):  # a Python bool in eager code, whatever the operand
         out = apply(E.eq, to_predicate(value, "operand of 'not'"), False)
         out.block.program.python_scalars.add(out.name)
@@ -115,8 +119,43 @@ def convert_compare(first, *rest):
     return chain(first(), pairs)
 
 
+def convert_is_none(value, negate: bool = False):
+    """``value is None`` (``is not None`` with ``negate``). A function's result that is None
+    on the paths a tensor decides it returns None on (``return None``, or falling off its
+    end) is one only when the program runs: there the answer is a bool of the program (an
+    ``if`` on it then takes the right branch on every call)."""
+    if value.__class__ is Variable:
+        program = value.block.program
+        guard = program.maybe_undefined.get(value.name)
+        if guard is not None and is_generated(guard[1]):
+            assigned = program.current_block().var(guard[0])
+            out = assigned if negate else apply(E.eq, assigned, False)
+            program.python_scalars.add(out.name)
+            return out
+    return (value is not None) if negate else (value is None)
+
+
 def convert_ifexp(test, body, orelse):
+    test = truth_of(test)
     if is_static(test):
-        return cond(to_predicate(test, "condition of the conditional expression"), body,
-                    orelse)
+        strings = {}
+
+        def arm(fn, k):
+            def run():
+                value = fn()
+                if type(value) is str:  # "neg" if x.sum() < 0 else "pos": chosen when it runs
+                    strings[k] = value
+                    return k
+                return value
+            return run
+        out = cond(to_predicate(test, "condition of the conditional expression"),
+                   arm(body, 0), arm(orelse, 1))
+        if not strings:
+            return out
+        if len(strings) == 1:
+            raise located("conditional expression on a tensor condition: one side is the "
+                          f"string {next(iter(strings.values()))!r} and the other is not; a "
+                          "static cond needs the same kind of value on both", ConversionError)
+        from .calls import chosen_string
+        return chosen_string(strings[0], strings[1], out)
     return body() if test else orelse()

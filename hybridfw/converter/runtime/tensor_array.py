@@ -12,7 +12,7 @@ from ...ops import reduction as R
 from ...ops.registry import apply
 from ...static.ir import Variable
 
-__all__ = ["TensorArray", "is_tensor_array"]
+__all__ = ["TensorArray", "flip_rows", "is_tensor_array"]
 
 
 def _leaves(item, out: list):
@@ -87,6 +87,42 @@ class TensorArray:
         return TensorArray([hf.cat([b, _tensor(v).astype(b.dtype).unsqueeze(0)])
                             for b, v in zip(self.buffers, leaves)], self.structure)
 
+    def insert(self, index, item) -> TensorArray:
+        """``list.insert(index, item)``: ``index`` a Python int or a value standing for one
+        (``len(lst)``), clamped as Python clamps it."""
+        import hybridfw as hf
+        if index is None:
+            raise TypeError("list.insert() takes an index and an item")
+        one = self.append(item)   # (checks the item's structure, casts its leaves)
+        return TensorArray([hf.cat([b[:index], o[-1:], b[index:]])
+                            for b, o in zip(self.buffers, one.buffers)], self.structure)
+
+    def __add__(self, other):
+        """``lst + [a, b]`` and ``lst + other_array``: the items of both, in order."""
+        import hybridfw as hf
+        if is_tensor_array(other):
+            if other.structure != self.structure or len(other.buffers) != len(self.buffers):
+                raise TypeError("concatenating lists grown inside loops decided by a tensor: "
+                                "their items must have the same structure")
+            return TensorArray([hf.cat([a, b.astype(a.dtype)])
+                                for a, b in zip(self.buffers, other.buffers)], self.structure)
+        if isinstance(other, (list, tuple)) and not isinstance(other, TensorArray):
+            if not isinstance(other, list):
+                return NotImplemented  # (list + tuple is a TypeError in Python too)
+            out = self
+            for item in other:
+                out = out.append(item)
+            return out
+        return NotImplemented
+
+    def __radd__(self, other):
+        """``[a, b] + lst``."""
+        if other.__class__ is not list:
+            return NotImplemented
+        if not other:
+            return self
+        return TensorArray.from_list_like(other, self) + self
+
     def pop(self, index=None):
         if index not in (None, -1):
             raise NotImplementedError("list.pop(i) inside a loop decided by a tensor: only "
@@ -110,6 +146,25 @@ class TensorArray:
         if isinstance(index, slice):
             return TensorArray([b[index] for b in self.buffers], self.structure)
         return _build(self.structure, [b[index] for b in self.buffers])
+
+    def __setitem__(self, index, item):
+        """``lst[i] = item`` (each buffer's row ``i`` replaced, out of place)."""
+        if isinstance(index, slice):
+            raise NotImplementedError("slice assignment to a list grown inside a loop decided "
+                                      "by a tensor; assign its items one by one")
+        leaves: list = []
+        if _leaves(item, leaves) != self.structure or len(leaves) != len(self.buffers):
+            raise TypeError("item assignment to a list grown inside a loop decided by a "
+                            "tensor: the item must have the structure of the others")
+        buffers = []
+        for b, v in zip(self.buffers, leaves):
+            b = b.clone()
+            b[index] = _tensor(v).astype(b.dtype)
+            buffers.append(b)
+        self.buffers = buffers
+
+    def __reversed__(self):
+        return TensorArray([flip_rows(b) for b in self.buffers], self.structure)
 
     def __iter__(self):
         n = self.buffers[0].shape[0]
@@ -136,10 +191,23 @@ class TensorArray:
         return [_build(self.structure, [v[i] for v in values]) for i in range(n)]
 
 
+def flip_rows(value):
+    """``value.flip(0)``, also where dim 0's size is only known when the program runs."""
+    if value.shape[0] != -1:
+        return value.flip(0)
+    import hybridfw as hf
+    n = apply(R.dim_numel, value, dim=(0,))
+    return value.index_select(0, n - 1 - hf.arange(n))
+
+
 def _tensor(value):
     import hybridfw as hf
     if isinstance(value, Variable) or hf.is_tensor(value):
         return value
+    if is_tensor_array(value):
+        raise TypeError("a list of lists grown inside a loop a tensor decides (a nested "
+                        "comprehension over a tensor's rows, say) is not supported; build the "
+                        "inner lists as tensors (r * 2 for the whole row, hf.stack)")
     return hf.tensor(value)
 
 

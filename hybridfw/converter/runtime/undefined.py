@@ -91,5 +91,5 @@ def _assigned_everywhere(value) -> None:
             _assigned_everywhere(v)
     else:
         program = getattr(getattr(value, "block", None), "program", None)
-        if program is not None:
+        if program is not None and value.name not in program.none_returns:
             program.maybe_undefined.pop(value.name, None)

@@ -15,6 +15,7 @@ from . import (
                logical,
                return_statements,
                unsupported,
+               walrus,
 )
 
 # (name, transform, why it sits here)
@@ -30,6 +31,9 @@ PIPELINE = (
      "returns become a flag and a value; a return inside a loop becomes a break"),
     ("break_continue", break_continue.transform,
      "after returns (which add breaks): break/continue become flags and guards"),
+    ("walrus", walrus.transform,
+     "after break_continue (while bodies have no jumps left): := in a while test or in a "
+     "short-circuited operand becomes statements, so no later pass moves it into a lambda"),
     ("call_trees", call_trees.transform,
      "calls go through convert_call, before the passes that add runtime calls of their own"),
     ("logical", logical.transform,

@@ -83,7 +83,7 @@ class _Calls(gast.NodeTransformer):
             return copy_location(call, node)
         return node
 
-    def visit_JoinedStr(self, node):
+    def visit_JoinedStr(self, node):  # noqa: C901 - one pass over the parts
         """``f"a {x:.2f} {y!r}"`` -> ``_jst.format_string("a {0:.2f} {1!r}", x, y)``: the same
         text for Python values, formatted on every run for a static value a converted print
         shows (see :func:`~hybridfw.converter.runtime.calls.format_string`)."""
@@ -97,18 +97,26 @@ class _Calls(gast.NodeTransformer):
                 continue
             if not isinstance(part, gast.FormattedValue):
                 return node
-            field = "{" + str(len(values))
-            if part.conversion not in (-1, None):
-                field += "!" + chr(part.conversion)
-            if part.format_spec is not None:
-                spec = part.format_spec.values if isinstance(part.format_spec,
-                                                             gast.JoinedStr) else []
-                if not all(isinstance(v, gast.Constant) for v in spec):
-                    return node  # a spec with fields of its own ({x:{width}}): left as it is
-                field += ":" + "".join(str(v.value) for v in spec).replace(
-                    "{", "{{").replace("}", "}}")
-            template.append(field + "}")
+            field = _field(part, len(values))
+            if field is None:
+                return node
             values.append(part.value)
+            if part.format_spec is not None and not _constant_spec(part):
+                # a spec with fields of its own ({x:{width}.2f}): nested fields of the template
+                spec = []
+                for v in _spec_parts(part):
+                    if isinstance(v, gast.Constant):
+                        spec.append(str(v.value).replace("{", "{{").replace("}", "}}"))
+                        continue
+                    nested = _field(v, len(values))
+                    if nested is None or (v.format_spec is not None and
+                                          not _constant_spec(v)):
+                        return node  # (deeper nesting: Python refuses it too)
+                    v.value = self.visit(v.value)
+                    spec.append(nested)
+                    values.append(v.value)
+                field = field[:-1] + ":" + "".join(spec) + "}"
+            template.append(field)
         call = gast.Call(func=_jst_attribute("format_string"),
                          args=[gast.Constant(value="".join(template), kind=None), *values],
                          keywords=[])
@@ -120,6 +128,29 @@ class _Calls(gast.NodeTransformer):
             replace_expr("_jst.convert_with(manager)", manager=node.context_expr),
             node.context_expr)
         return node
+
+
+def _spec_parts(part) -> list:
+    spec = part.format_spec
+    return spec.values if isinstance(spec, gast.JoinedStr) else [spec]
+
+
+def _constant_spec(part) -> bool:
+    return all(isinstance(v, gast.Constant) for v in _spec_parts(part))
+
+
+def _field(part, index: int):
+    """``{index!r:spec}`` for a FormattedValue whose spec (if any) is constant text; with a
+    spec holding fields, ``{index!r}`` (the caller adds the spec); None for anything else."""
+    if not isinstance(part, gast.FormattedValue):
+        return None
+    field = "{" + str(index)
+    if part.conversion not in (-1, None):
+        field += "!" + chr(part.conversion)
+    if part.format_spec is not None and _constant_spec(part):
+        field += ":" + "".join(str(v.value) for v in _spec_parts(part)).replace(
+            "{", "{{").replace("}", "}}")
+    return field + "}"
 
 
 def transform(node, ctx: Context):

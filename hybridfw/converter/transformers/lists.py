@@ -1,5 +1,6 @@
 """List growth as rebinding: ``l.append(x)`` -> ``l = _jst.convert_append(l, x)`` (and
-``l.extend(xs)`` -> ``l = _jst.convert_extend(l, xs)``) and
+``l.extend(xs)`` -> ``l = _jst.convert_extend(l, xs)``, ``l.insert(i, x)`` ->
+``l = _jst.convert_insert(l, i, x)``) and
 ``y = l.pop(...)`` -> ``l, y = _jst.convert_pop(l, ...)``; and a list comprehension with one
 ``for`` and no condition, ``[f(p) for p in pairs]``, ->
 ``_jst.convert_list_comprehension(pairs, lambda p: f(p))``, which is a Python comprehension
@@ -60,16 +61,26 @@ class _Lists(gast.NodeTransformer):
             return node
         gen = node.generators[0]
         params = _params(gen.target)
-        if gen.ifs or gen.is_async or params is None or \
-                any(isinstance(n, gast.NamedExpr) for n in gast.walk(node.elt)):
+        if gen.is_async or params is None or \
+                any(isinstance(n, gast.NamedExpr) for part in [node.elt, *gen.ifs]
+                    for n in gast.walk(part)):
             return node  # (a walrus must bind in the function, not in a lambda)
-        if isinstance(gen.target, gast.Name):
-            fn = replace_expr("lambda params: elt", params=params, elt=node.elt)
-        else:  # unpack each item: (lambda a, b: elt)(*item)
-            fn = replace_expr("lambda item: (lambda params: elt)(*item)", params=params,
-                              elt=node.elt, item="_hf_comprehension_item")
-        new = replace_expr("_jst.convert_list_comprehension(iterable, fn)", iterable=gen.iter,
-                           fn=fn)
+
+        def over_item(expr):
+            if isinstance(gen.target, gast.Name):
+                return replace_expr("lambda params: expr", params=params, expr=expr)
+            # unpack each item: (lambda a, b: expr)(*item)
+            return replace_expr("lambda item: (lambda params: expr)(*item)", params=params,
+                                expr=expr, item="_hf_comprehension_item")
+        if not gen.ifs:
+            new = replace_expr("_jst.convert_list_comprehension(iterable, fn)",
+                               iterable=gen.iter, fn=over_item(node.elt))
+        else:  # [f(p) for p in xs if c(p)]: the condition a function of the item too
+            test = gen.ifs[0] if len(gen.ifs) == 1 else gast.BoolOp(op=gast.And(),
+                                                                    values=gen.ifs)
+            new = replace_expr("_jst.convert_list_comprehension(iterable, fn, test)",
+                               iterable=gen.iter, fn=over_item(node.elt),
+                               test=over_item(test))
         return copy_location(new, node)
 
     def visit_Expr(self, node):
@@ -83,6 +94,11 @@ class _Lists(gast.NodeTransformer):
         if target is not None and len(node.value.args) == 1 and self._local(target):
             new = replace("target = _jst.convert_extend(target, value)", target=target,
                           value=node.value.args[0])
+            return copy_location(new, node)
+        target = _method_call(node.value, "insert")
+        if target is not None and len(node.value.args) == 2 and self._local(target):
+            new = replace("target = _jst.convert_insert(target, index, value)", target=target,
+                          index=node.value.args[0], value=node.value.args[1])
             return copy_location(new, node)
         target = _method_call(node.value, "pop")
         if target is not None and len(node.value.args) <= 1 and self._local(target):

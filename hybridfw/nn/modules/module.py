@@ -177,13 +177,19 @@ class Module:
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"]):
             return self.forward(*args, **kwargs)
+        return self._call_hooked(self.forward, args, kwargs)
+
+    def _call_hooked(self, forward, args, kwargs, wrap=None):
+        """``forward(*args, **kwargs)`` with the forward pre-hooks and hooks around it (each
+        hook passed through ``wrap`` first: hf.jit converts them)."""
+        d = self.__dict__
         for hook in tuple(d["_forward_pre_hooks"].values()):
-            result = hook(self, args)
+            result = (hook if wrap is None else wrap(hook))(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        out = self.forward(*args, **kwargs)
+        out = forward(*args, **kwargs)
         for hook in tuple(d["_forward_hooks"].values()):
-            result = hook(self, args, out)
+            result = (hook if wrap is None else wrap(hook))(self, args, out)
             if result is not None:
                 out = result
         return out

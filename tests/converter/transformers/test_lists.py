@@ -42,6 +42,11 @@ def test_extend_rebinds_the_list():
     assert body_text("def f(l, xs):\n    l.extend(xs)") == ["l = _jst.convert_extend(l, xs)"]
 
 
+def test_insert_rebinds_the_list():
+    assert body_text("def f(l, x):\n    l.insert(len(l), x)") == \
+        ["l = _jst.convert_insert(l, len(l), x)"]
+
+
 def test_pop_into_a_tuple_or_subscript_target():
     assert body_text("def f(l):\n    a, b = l.pop()") == \
         ["(l, (a, b)) = _jst.convert_pop(l, None)"]
@@ -75,7 +80,7 @@ def test_rewritten_inside_nested_blocks():
     "a = b = l.pop()",           # several targets
     "y = l.append(x)",           # the value of append is used
     "y = f(l.pop())",            # pop inside an expression
-    "l.insert(0, x)",
+    "l.insert(x)",               # not list.insert's signature
 ])
 def test_left_alone(stmt):
     assert body_text(f"def f(l, x, y, xs):\n    {stmt}") == [stmt]
@@ -122,6 +127,12 @@ def test_own_list_rebound_although_an_inner_function_declares_it_nonlocal():
         "acc = _jst.convert_append(acc, x)"
 
 
+def test_comprehension_with_conditions_becomes_runtime_call():
+    assert body_text("def f(xs):\n    return [g(p) for p in xs if p if h(p)]") == \
+        ["return _jst.convert_list_comprehension(xs, (lambda p: g(p)), "
+         "(lambda p: (p and h(p))))"]
+
+
 def test_simple_comprehension_becomes_runtime_call():
     assert body_text("def f(xs):\n    return [g(p) for p in xs]") == \
         ["return _jst.convert_list_comprehension(xs, (lambda p: g(p)))"]
@@ -131,7 +142,7 @@ def test_simple_comprehension_becomes_runtime_call():
 
 
 @pytest.mark.parametrize("expr", [
-    "[p for p in xs if p]",               # a condition
+    "[p for p in xs if (q := p)]",        # a walrus (it would bind in a lambda)
     "[p * q for p in xs for q in xs]",    # two generators
     "[p for p, (q, r) in xs]",            # a nested target
     "{p for p in xs}",                    # not a list

@@ -60,7 +60,12 @@ def test_not():
 
 def test_single_comparison_stays():
     assert returned("a < b") == "(a < b)"
-    assert returned("a is not None") == "(a is not None)"
+    assert returned("a is not b") == "(a is not b)"
+
+
+def test_is_none_becomes_runtime_call():
+    assert returned("a is not None") == "_jst.convert_is_none(a, True)"
+    assert returned("a is None") == "_jst.convert_is_none(a, False)"
 
 
 def test_chained_comparison():
