@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 from ..converter.errors import ConversionError
-from ..converter.runtime.calls import DeferredString
+from ..converter.runtime.python_builtins import DeferredString
 from ..converter.runtime.tensor_array import TensorArray
 from ..converter.runtime.undefined import Unmerged, is_undefined
 from ..converter.transformers.base import is_generated

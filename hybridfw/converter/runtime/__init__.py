@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from .calls import (
+from .calls import convert_call, not_to_static
+from .python_builtins import (
     convert_append,
     convert_assert,
-    convert_call,
     convert_extend,
     convert_insert,
     convert_item_update,
@@ -18,7 +18,6 @@ from .calls import (
     convert_with,
     format_percent,
     format_string,
-    not_to_static,
 )
 from .control_flow import (
     convert_enumerate,

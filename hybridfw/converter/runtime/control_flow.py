@@ -408,7 +408,7 @@ class _Merge:
         if type(a) is type(b) and _equal(a, b):
             return a
         if type(a) is str and type(b) is str:  # tag = "neg" / "pos": chosen when it runs
-            from .calls import chosen_string
+            from .python_builtins import chosen_string
             return chosen_string(a, b, self._leaf(0, 1, f"{name} (which string)"))
         # fine while unused (y = None on one path, never read again); a use raises this
         if name.startswith("_hf_retval_"):  # (the ifs of the return transformer)

@@ -156,6 +156,6 @@ def convert_ifexp(test, body, orelse):
             raise located("conditional expression on a tensor condition: one side is the "
                           f"string {next(iter(strings.values()))!r} and the other is not; a "
                           "static cond needs the same kind of value on both", ConversionError)
-        from .calls import chosen_string
+        from .python_builtins import chosen_string
         return chosen_string(strings[0], strings[1], out)
     return body() if test else orelse()
