@@ -86,16 +86,21 @@ def _tensor_holder(value) -> bool:
     return bool(attributes) and any(_holds_tensor(v) for v in attributes.values())
 
 
+def _parameter_names(function, bound: bool) -> list:
+    """The names of ``function``'s parameters (``self`` left out of a ``bound`` method's); empty
+    where the signature is unknown."""
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return []
+    return names[1:] if bound and names else names
+
+
 def _argument_of(function, i, args, kwargs, bound: bool) -> str:
     """How the user calls the ``i``-th tensor of a call's arguments: the parameter's name
     from ``function``'s signature (``'images'``), with the index or key inside a container
     (``'pair[1]'``); ``'input i'`` where the signature is unknown."""
-    try:
-        names = list(inspect.signature(function).parameters)
-    except (TypeError, ValueError):
-        names = []
-    if bound and names:
-        names = names[1:]  # self
+    names = _parameter_names(function, bound)
     found = []
 
     def walk(value, path):
@@ -123,12 +128,7 @@ def _argument_of(function, i, args, kwargs, bound: bool) -> str:
 def _containers(function, args, kwargs, bound: bool) -> list:
     """``(how the user names it, the list or dict, its state)`` for each list and dict among a
     call's (rebuilt) arguments, to see afterwards which ones the function changed."""
-    try:
-        names = list(inspect.signature(function).parameters)
-    except (TypeError, ValueError):
-        names = []
-    if bound and names:
-        names = names[1:]  # self
+    names = _parameter_names(function, bound)
     found = []
 
     def walk(value, path):

@@ -15,7 +15,6 @@ one eager autograd node). Otherwise the optimized forward program is all there i
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import types
 import warnings
@@ -43,7 +42,7 @@ from .eager_replay import RANDOM_OPS, ReplayTarget
 from .errors import add_user_location, origin_provider
 from .input_spec import InputSpec
 from .arguments import (_Outputs, _argument_of, _at_operator, _caller_level, _changed,
-                        _containers, _flatten, _rebuild, _state)
+                        _containers, _flatten, _parameter_names, _rebuild, _state)
 from .concrete_program import _MISS, ConcreteProgram, _fast_caller
 from .use_flags import _use_flags
 
@@ -243,12 +242,7 @@ class StaticFunction:
         """Fewer tensors than InputSpecs: a numpy array given for a tensor would become a
         constant of the program, and later tensors would pair with the wrong specs; refused,
         naming the argument."""
-        try:
-            names = list(inspect.signature(self.dygraph_function).parameters)
-        except (TypeError, ValueError):
-            names = []
-        if self.instance is not None:
-            names = names[1:]
+        names = _parameter_names(self.dygraph_function, self.instance is not None)
         found = [(repr(names[k]) if k < len(names) else str(k), v) for k, v in enumerate(args)]
         found += [(repr(k), v) for k, v in kwargs.items()]
         for where, value in found:
@@ -503,12 +497,7 @@ class StaticFunction:
     def _argument_change(self, before, after) -> str:
         """Where two call structures (see :func:`_flatten` of ``(args, kwargs)``) first
         differ, as the user names it: ``argument 'temperature': 1.0 -> 1.1``."""
-        try:
-            names = list(inspect.signature(self.dygraph_function).parameters)
-        except (TypeError, ValueError):
-            names = []
-        if self.instance is not None and names:
-            names = names[1:]  # self
+        names = _parameter_names(self.dygraph_function, self.instance is not None)
 
         def show(node):
             if isinstance(node, tuple) and node and node[0] == "py":

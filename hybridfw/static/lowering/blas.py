@@ -133,6 +133,22 @@ def _gemm_add_into(typingctx, a, b, c, trans_a, trans_b, m, n, k, lda, ldb):
 
 
 @numba.njit(inline="always")
+def _sizes(a, b, transpose_a, transpose_b):
+    """``(m, n, k)`` of the product of ``a`` (or its transpose) and ``b`` (or its)."""
+    if transpose_a:
+        k, m = a.shape
+    else:
+        m, k = a.shape
+    if transpose_b:
+        n, k2 = b.shape
+    else:
+        k2, n = b.shape
+    if k2 != k:
+        raise ValueError("gemm: the operands' inner dimensions differ")
+    return m, n, k
+
+
+@numba.njit(inline="always")
 def gemm(a, b, transpose_a=False, transpose_b=False):
     """``a @ b`` as a new C-contiguous array, for C-contiguous 2-D float32 or float64 ``a``
     (m, k) and ``b`` (k, n) of one dtype (compiled code only; :data:`available` must be True).
@@ -147,16 +163,7 @@ def gemm(a, b, transpose_a=False, transpose_b=False):
 
         product(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))  # 3.0 everywhere
     """
-    if transpose_a:
-        k, m = a.shape
-    else:
-        m, k = a.shape
-    if transpose_b:
-        n, k2 = b.shape
-    else:
-        k2, n = b.shape
-    if k2 != k:
-        raise ValueError("gemm: the operands' inner dimensions differ")
+    m, n, k = _sizes(a, b, transpose_a, transpose_b)
     if m == 0 or n == 0 or k == 0:  # BLAS rejects a leading dimension of 0
         return np.zeros((m, n), a.dtype)
     out = np.empty((m, n), a.dtype)
@@ -170,16 +177,9 @@ def gemm(a, b, transpose_a=False, transpose_b=False):
 def gemm_add(a, b, c, transpose_a=False, transpose_b=False):
     """``c += a @ b`` in place (``c`` a C-contiguous (m, n) array of the operands' dtype; the
     rest as :func:`gemm`): an accumulation without a temporary product. Compiled code only."""
-    if transpose_a:
-        k, m = a.shape
-    else:
-        m, k = a.shape
-    if transpose_b:
-        n, k2 = b.shape
-    else:
-        k2, n = b.shape
-    if k2 != k or c.shape[0] != m or c.shape[1] != n:
-        raise ValueError("gemm_add: the operands' shapes do not match the accumulator's")
+    m, n, k = _sizes(a, b, transpose_a, transpose_b)
+    if c.shape[0] != m or c.shape[1] != n:
+        raise ValueError("gemm_add: the product's shape differs from the accumulator's")
     if m == 0 or n == 0 or k == 0:  # nothing to add (BLAS rejects a leading dimension of 0)
         return
     _gemm_add_into(a, b, c, np.int64(_TRANS if transpose_a else _NO_TRANS),
