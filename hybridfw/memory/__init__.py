@@ -56,16 +56,22 @@ def reset_peak(device=None) -> None:
 
 
 def stats(device=None) -> dict:
-    """Current and peak bytes, allocation count and largest block; ``reserved_bytes``:
-    scratch buffers kept for reuse (optimizers' temporaries), not counted as allocated; on
-    CUDA also cupy's pool."""
+    """Current and peak bytes, allocation count and the largest block allocated since start
+    or the last :func:`reset_peak`; ``reserved_bytes``: scratch buffers kept for reuse
+    (optimizers' temporaries), not counted as allocated; on CUDA also cupy's pool. A CUDA
+    device on a machine without one reports zeros, as :func:`allocated` does."""
     dev = cpu if device is None else as_device(device)
     c = dev.counter
     out = {"device": str(dev), "allocated_bytes": c.allocated, "peak_bytes": c.peak,
            "allocation_count": c.count, "largest_block_bytes": c.largest,
            "reserved_bytes": c.reserved}
-    if dev.type == "cuda":
+    if dev.type == "cuda" and _cuda_available():
         pool = dev.xp.get_default_memory_pool()
         out["pool_used_bytes"] = int(pool.used_bytes())
         out["pool_total_bytes"] = int(pool.total_bytes())
     return out
+
+
+def _cuda_available() -> bool:
+    from ..cuda import is_available
+    return is_available()

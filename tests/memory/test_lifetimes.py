@@ -413,3 +413,15 @@ def test_activations_of_a_forward_that_raised_live_as_long_as_its_exception():
     assert mem.allocated() - before >= 2 * 64 * 100 * 4  # the input and first activation
     del kept
     assert mem.allocated() == before
+
+
+def test_cuda_figures_without_a_gpu_are_zeros_for_every_query():
+    """On a machine without CUDA, ``stats('cuda')`` raised (it asked cupy for its pool) while
+    ``allocated``/``peak`` gave 0; each now reports zeros."""
+    if hf.cuda.is_available():
+        pytest.skip("a GPU is visible: the CUDA figures are real")
+    assert hf.memory.allocated("cuda") == 0 and hf.memory.peak("cuda") == 0
+    hf.memory.reset_peak("cuda")
+    stats = hf.memory.stats("cuda")
+    assert stats["device"] == "cuda:0"
+    assert all(v == 0 for k, v in stats.items() if k != "device")
