@@ -108,11 +108,52 @@ def _source_lines(fn):
     return inspect.getblock(lines[lnum:]), lnum + 1
 
 
+LAMBDA_NAME = "_hf_lambda"  # the name a converted lambda's function gets
+
+
+def _lambda_node(fn):
+    """``(function definition, first line)`` standing for the lambda ``fn``: its file parsed,
+    the one lambda that starts on its line with its parameters, written as a ``def`` returning
+    its expression. A ConversionError when the source is missing or the line holds several
+    such lambdas (they cannot be told apart)."""
+    code = fn.__code__
+    where = (code.co_filename, code.co_firstlineno)
+    lines = linecache.getlines(code.co_filename, fn.__globals__) \
+        if isinstance(getattr(fn, "__globals__", None), dict) else []
+    try:
+        tree = gast.parse("".join(lines)) if lines else None
+    except SyntaxError:
+        tree = None
+    if tree is None:
+        raise ConversionError("to_static: the source of this lambda is not available", *where)
+    count = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    params = code.co_varnames[:count]
+    found = []
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Lambda) and node.lineno == code.co_firstlineno:
+            args = node.args
+            names = [a.id for a in args.posonlyargs + args.args] + \
+                ([args.vararg.id] if args.vararg else []) + [a.id for a in args.kwonlyargs] + \
+                ([args.kwarg.id] if args.kwarg else [])
+            if sorted(names) == sorted(params):
+                found.append(node)
+    if len(found) != 1:
+        raise ConversionError("to_static: lambdas are called as they are, not converted, where "
+                              "their line holds several with the same parameters", *where)
+    node = found[0]
+    ret = gast.Return(value=node.body)
+    gast.copy_location(ret, node.body)
+    fdef = gast.FunctionDef(name=LAMBDA_NAME, args=node.args, body=[ret], decorator_list=[],
+                            returns=None, type_comment=None, type_params=[])
+    gast.copy_location(fdef, node)
+    return fdef, code.co_firstlineno
+
+
 def _parse(fn):
     code = fn.__code__
     if fn.__name__ == "<lambda>":
-        raise ConversionError("to_static: lambdas are called as they are, not converted",
-                              code.co_filename, code.co_firstlineno)
+        return _lambda_node(fn)
     try:  # (of the code itself: a functools.wraps wrapper's own, not the function it wraps)
         lines, first = _source_lines(fn) or inspect.getsourcelines(code)
     except (OSError, TypeError) as exc:

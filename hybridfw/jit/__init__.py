@@ -44,8 +44,10 @@ def to_static(function_or_module=None, input_spec=None, full_graph: bool = True,
     Usable as ``@to_static``, ``@to_static(input_spec=[...])`` or ``to_static(model)`` (which
     converts ``model.forward`` in place and returns the model). A bound method
     (``to_static(model.forward)``) or an object with ``__call__`` converts that method, called on
-    its object; a lambda is traced as it is (lambdas are not converted: a ternary on a tensor in
-    one needs a ``def``). See :class:`StaticFunction`.
+    its object; a lambda is converted too (a ternary on a tensor in it becomes a ``cond``,
+    ``x.shape[0]`` under an InputSpec ``None`` dim a run-time size), unless its line holds
+    several lambdas of the same parameters: then it is traced as it is. See
+    :class:`StaticFunction`.
 
     ``memory_budget`` (training only): ``None`` keeps every forward value the backward reads;
     ``'sqrt'`` or a number of bytes lets the backward recompute forward values instead

@@ -2738,3 +2738,19 @@ def test_setting_an_attribute_of_a_tensor_holding_argument_warns():
     with pytest.warns(UserWarning, match=r"changes its argument 'graph' \(a _Graph: adds "
                                          r"attributes 'cached'\)"):
         hf.jit.to_static(_caches_on_the_graph)(graph, hf.tensor([1.0, 1.0]))
+
+
+def test_a_lambda_given_to_to_static_is_converted():
+    """A lambda was traced as it is: a ternary on a tensor raised the truth-value error and
+    ``x.shape[0]`` under an InputSpec None dim read -1. Two lambdas of the same parameters on
+    one line cannot be told apart: those are still traced as they are."""
+    pick = hf.jit.to_static(lambda x: x * 2 if x.sum() > 0 else x - 1)
+    np.testing.assert_array_equal(pick(hf.ones(2)).numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(pick(-hf.ones(2)).numpy(), [-2.0, -2.0])
+    rows = hf.jit.to_static(lambda x: hf.ones(x.shape[0]) * x.sum(),
+                            input_spec=[hf.jit.InputSpec([None, 4])])
+    for n in (3, 5):
+        np.testing.assert_array_equal(rows(hf.ones(n, 4)).numpy(), np.full(n, 4.0 * n))
+    assert "def _hf_lambda(x)" in hf.jit.get_code(pick)
+    twins = [hf.jit.to_static(f) for f in (lambda x: x + 1, lambda x: x + 2)]
+    assert [t(hf.ones(1)).item() for t in twins] == [2.0, 3.0]  # (as they are)

@@ -24,7 +24,7 @@ import types
 import numpy as np
 
 from ...static.ir import Variable
-from ..errors import UnsupportedConstructError, located
+from ..errors import ConversionError, UnsupportedConstructError, located
 from .control_flow import is_static
 from .python_builtins import _BUILTINS, _array_aware, _numel, _size
 
@@ -77,9 +77,16 @@ def _converted(fn):
     from . import jst_module
     if isinstance(fn, functools.partial):  # the function converted, the bound arguments kept
         return functools.partial(_converted(fn.func), *fn.args, **fn.keywords)
-    if is_converted_code(fn.__code__) or fn.__name__ == "<lambda>":
-        return fn  # (a lambda is called as it is: its source can't be told apart reliably)
-    new = instantiate(fn, convert_function(fn), jst_module())
+    if is_converted_code(fn.__code__):
+        return fn
+    if fn.__name__ == "<lambda>":  # converted when its source tells it apart, else as it is
+        try:
+            converted = convert_function(fn)
+        except ConversionError:
+            return fn
+    else:
+        converted = convert_function(fn)
+    new = instantiate(fn, converted, jst_module())
 
     @functools.wraps(fn)
     def guarded(*args, **kwargs):
