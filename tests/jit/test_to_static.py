@@ -1677,13 +1677,7 @@ class _TwoHeads(hf.nn.Module):
         return self.b(x)
 
 
-class _NestedHeads(hf.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = hf.nn.Linear(2, 2)
-        self.b = hf.nn.Linear(2, 2)
-        self.c = hf.nn.Linear(2, 2)
-
+class _NestedHeads(_TwoHeads):
     def forward(self, x):
         x = self.c(x)
         if x.sum() > 0:
